@@ -1,0 +1,51 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+)
+
+// version is the Strata release; overridden at link time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+// exitError carries a process exit code through urfave/cli's error return.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func exitCode(err error) int {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	return 1
+}
+
+func newApp() *cli.App {
+	return &cli.App{
+		Name:                 "strata",
+		Usage:                "a hierarchical resource broker with advance reservations and QPU slots",
+		Version:              version,
+		EnableBashCompletion: true,
+		Commands: []*cli.Command{
+			versionCommand(),
+		},
+	}
+}
+
+func versionCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "version",
+		Usage: "print the Strata version",
+		Action: func(c *cli.Context) error {
+			fmt.Fprintln(c.App.Writer, "strata", version)
+			return nil
+		},
+	}
+}

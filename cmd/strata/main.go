@@ -1,0 +1,15 @@
+// Command strata is the command-line interface of the Strata resource broker.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	app := newApp()
+	if err := app.Run(os.Args); err != nil {
+		fmt.Fprintln(os.Stderr, "strata:", err)
+		os.Exit(exitCode(err))
+	}
+}
