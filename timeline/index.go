@@ -1,0 +1,126 @@
+package timeline
+
+import (
+	"math"
+	"math/bits"
+
+	"github.com/google/btree"
+)
+
+// span is the stored form of a Span. A *span is immutable once indexed:
+// Truncate and Extend store a modified copy, so trees shared with a clone
+// never see a change.
+type span struct {
+	id         SpanID
+	tag        uint64
+	start, end Time
+	nodes      NodeSet
+	slots      []int // trimmed: no trailing zeros; nil when no pool is used
+}
+
+func (s *span) export() Span {
+	out := Span{ID: s.id, Tag: s.tag, Start: s.start, End: s.end, Nodes: s.nodes}
+	if len(s.slots) > 0 {
+		out.Slots = append([]int(nil), s.slots...)
+	}
+	return out
+}
+
+// idItem orders spans by ID in the byID tree.
+type idItem struct {
+	id SpanID
+	s  *span
+}
+
+func idLess(a, b idItem) bool { return a.id < b.id }
+
+// ikey orders spans by (start, id) in an interval index class. A key with a
+// nil span is a probe that sorts before every span with the same start.
+type ikey struct {
+	start Time
+	s     *span
+}
+
+func ikeyLess(a, b ikey) bool {
+	if a.start != b.start {
+		return a.start < b.start
+	}
+	if a.s == nil {
+		return b.s != nil
+	}
+	return b.s != nil && a.s.id < b.s.id
+}
+
+// numClasses is the number of duration classes: class k holds spans whose
+// duration is in [2^k, 2^(k+1)) seconds, and durations are below 2^63.
+const numClasses = 63
+
+// intervalIndex finds the spans overlapping a window. Spans are split into
+// duration classes, one btree per class ordered by (start, id). A span of
+// class k that overlaps [s, e) starts in (s-2^(k+1), e), so each class is one
+// range scan; the scan's false positives (spans that end by s) started in
+// (s-2^(k+1), s-2^k], a range no longer than the spans themselves, so the
+// waste is bounded by the answer's own density.
+type intervalIndex struct {
+	mask uint64 // bit k set when class k has a tree
+	cls  [numClasses]*btree.BTreeG[ikey]
+	fl   *btree.FreeListG[ikey]
+}
+
+func classOf(s *span) int { return bits.Len64(uint64(s.end-s.start)) - 1 }
+
+func (x *intervalIndex) insert(s *span) {
+	k := classOf(s)
+	if x.cls[k] == nil {
+		if x.fl == nil {
+			x.fl = btree.NewFreeListG[ikey](btree.DefaultFreeListSize)
+		}
+		x.cls[k] = btree.NewWithFreeListG(btreeDegree, ikeyLess, x.fl)
+		x.mask |= 1 << k
+	}
+	x.cls[k].ReplaceOrInsert(ikey{s.start, s})
+}
+
+func (x *intervalIndex) delete(s *span) {
+	x.cls[classOf(s)].Delete(ikey{s.start, s})
+}
+
+func (x *intervalIndex) clone() intervalIndex {
+	out := intervalIndex{mask: x.mask, fl: x.fl}
+	for m := x.mask; m != 0; m &= m - 1 {
+		k := bits.TrailingZeros64(m)
+		out.cls[k] = x.cls[k].Clone()
+	}
+	return out
+}
+
+// visit calls fn for every span overlapping [start, end) (span.start < end and
+// span.end > start), class by class and by (start, id) within a class, until
+// fn returns false. fn must not modify the index.
+func (x *intervalIndex) visit(start, end Time, fn func(*span) bool) {
+	if end <= start {
+		return
+	}
+	stop := false
+	for m := x.mask; m != 0 && !stop; m &= m - 1 {
+		k := bits.TrailingZeros64(m)
+		tr := x.cls[k]
+		if tr.Len() == 0 {
+			continue
+		}
+		lo := Time(math.MinInt64)
+		if k+1 < 63 && start > math.MinInt64+Time(1)<<(k+1) {
+			lo = start - Time(1)<<(k+1) + 1
+		}
+		tr.AscendGreaterOrEqual(ikey{start: lo}, func(it ikey) bool {
+			if it.start >= end {
+				return false
+			}
+			if it.s.end > start && !fn(it.s) {
+				stop = true
+				return false
+			}
+			return true
+		})
+	}
+}

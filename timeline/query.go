@@ -1,0 +1,454 @@
+package timeline
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
+
+// seg is one run of nodes held until end by a span overlapping a query window.
+type seg struct {
+	lo, hi int32
+	end    Time
+}
+
+// level counts the nodes of the candidate set held until end.
+type level struct {
+	end Time
+	n   int
+}
+
+// plan is a validated Request.
+type plan struct {
+	w        NodeSet // nodes to choose from: NodeSet, Within, or all nodes
+	n        int     // nodes to choose
+	explicit bool    // w is the exact set wanted
+	amt      []int64 // units per count dimension: amt[0] = n, amt[1+i] = Slots[i]
+}
+
+// plan validates req; the errors are those listed on EarliestFit before the
+// window errors.
+func (t *Timeline) plan(req Request) (plan, error) {
+	p := plan{w: t.res.all, n: req.Nodes}
+	if !req.NodeSet.IsEmpty() {
+		if err := t.checkNodeSet(req.NodeSet); err != nil {
+			return p, err
+		}
+		p.w, p.n, p.explicit = req.NodeSet, req.NodeSet.Len(), true
+	} else if !req.Within.IsEmpty() {
+		if err := t.checkNodeSet(req.Within); err != nil {
+			return p, err
+		}
+		p.w = req.Within
+	}
+	slots, err := t.checkSlots(req.Slots)
+	if err != nil {
+		return p, err
+	}
+	if p.n < 0 {
+		return p, fmt.Errorf("%w: %d nodes", ErrBadRequest, p.n)
+	}
+	if p.n == 0 && slots == nil {
+		return p, ErrEmptySpan
+	}
+	if p.n > p.w.Len() {
+		if req.Within.IsEmpty() {
+			return p, fmt.Errorf("%w: %d nodes, the timeline has %d", ErrTooLarge, p.n, p.w.Len())
+		}
+		return p, fmt.Errorf("%w: %d nodes within %d", ErrTooLarge, p.n, p.w.Len())
+	}
+	if err := t.checkSize(slots); err != nil {
+		return p, err
+	}
+	p.amt = make([]int64, len(t.dims))
+	p.amt[0] = int64(p.n)
+	for i, v := range slots {
+		p.amt[1+i] = int64(v)
+	}
+	return p, nil
+}
+
+// Fits reports whether req can be had throughout [start, start+d) (d in
+// seconds), and if so which nodes: exactly req.NodeSet when it is non-empty,
+// otherwise req.Nodes nodes chosen among the nodes of req.Within (all nodes
+// when Within is empty) that are free throughout the window, or the empty set
+// when req asks for no nodes.
+//
+// # Node choice
+//
+// The choice is deterministic: best fit on the contiguous runs of candidate
+// nodes free throughout the window. It takes the first nodes of the smallest
+// free run that holds all of them (ties: the run with the lowest index); if
+// no run is big enough, it takes the largest run whole (ties: lowest index)
+// and chooses the rest the same way among the remaining runs. Best fit leaves
+// the big free runs to the big jobs that need them instead of chipping at
+// them, so the machine fragments less over time; and a span made of few runs
+// is compact in memory and cheap in the set operations every query performs.
+//
+// Fits returns (empty set, false) when req does not fit or when the call is
+// invalid, for any reason EarliestFit lists. It takes O(log points + k log k)
+// for the k spans and change points met in the window.
+func (t *Timeline) Fits(req Request, start Time, d Duration) (NodeSet, bool) {
+	p, err := t.plan(req)
+	if err != nil || t.checkDuration(start, d) != nil {
+		return NodeSet{}, false
+	}
+	end := start + Time(d)
+	for i, a := range p.amt {
+		if a > 0 && t.dims[i].maxOver(start, end)+a > t.dims[i].size {
+			return NodeSet{}, false
+		}
+	}
+	if p.n == 0 {
+		return NodeSet{}, true
+	}
+	nodes, ok, _ := t.nodeFit(p, start, end, false)
+	return nodes, ok
+}
+
+// EarliestFit returns the earliest start >= notBefore such that req fits
+// throughout [start, start+d) (d in seconds) with start+d <= the horizon, and
+// the nodes Fits would choose there. The answer is exact: no earlier start
+// works.
+//
+// It first finds the earliest start where every count (nodes in use, units of
+// each pool) has room, scanning each count's change points forward and taking
+// the latest of their answers until all agree. It then checks node identity
+// on the spans overlapping that window; when too few nodes are free, it skips
+// ahead to the earliest instant at which enough of the blocking spans have
+// ended (nothing sooner can work: until then each of them still overlaps the
+// window), and repeats.
+//
+// Errors, in order of precedence: ErrUnknownNode (an index in req.NodeSet or
+// req.Within >= NodeCount()); ErrUnknownPool (a non-zero req.Slots entry past
+// the last pool); ErrBadRequest (negative req.Nodes or a negative req.Slots
+// entry); ErrEmptySpan (req asks for nothing); ErrTooLarge (more nodes than
+// the timeline or req.Within holds, or more units than a pool's Size);
+// ErrBadWindow (d <= 0); ErrBeforeOrigin (notBefore before the origin);
+// ErrPastHorizon (notBefore+d past the horizon); ErrNoFit (no start lets the
+// window end by the horizon).
+func (t *Timeline) EarliestFit(req Request, notBefore Time, d Duration) (Time, NodeSet, error) {
+	p, err := t.plan(req)
+	if err != nil {
+		return 0, NodeSet{}, err
+	}
+	if err := t.checkDuration(notBefore, d); err != nil {
+		return 0, NodeSet{}, err
+	}
+	c := notBefore
+	for {
+		var ok bool
+		if c, ok = t.countsFit(p.amt, c, d); !ok {
+			break
+		}
+		if p.n == 0 {
+			return c, NodeSet{}, nil
+		}
+		nodes, ok, next := t.nodeFit(p, c, c+Time(d), true)
+		if ok {
+			return c, nodes, nil
+		}
+		if next > t.res.horizon-Time(d) {
+			break
+		}
+		c = next
+	}
+	return 0, NodeSet{}, fmt.Errorf("%w: from %d for %ds", ErrNoFit, notBefore, d)
+}
+
+// countsFit returns the earliest start >= c where every count dimension has
+// room for amt throughout [start, start+d), ending by the horizon.
+func (t *Timeline) countsFit(amt []int64, c Time, d Duration) (Time, bool) {
+	// Round-robin over the dimensions until len(amt) in a row agree on c.
+	agree := 0
+	for i := 0; agree < len(amt); i = (i + 1) % len(amt) {
+		if amt[i] == 0 {
+			agree++
+			continue
+		}
+		c2, ok := t.dims[i].earliest(amt[i], c, d, t.res.horizon)
+		if !ok {
+			return 0, false
+		}
+		if c2 != c {
+			c, agree = c2, 0
+		}
+		agree++
+	}
+	return c, true
+}
+
+// nodeFit chooses p.n nodes of p.w free throughout [start, end). When they do
+// not fit and wantNext is set, next is the earliest start after start at
+// which enough of the spans blocking them have ended.
+func (t *Timeline) nodeFit(p plan, start, end Time, wantNext bool) (nodes NodeSet, ok bool, next Time) {
+	segs := t.collect(start, end, p.w)
+	free := t.freeRuns(segs, p.w.runs)
+	nfree := 0
+	for _, r := range free {
+		nfree += r.len()
+	}
+	if nfree >= p.n {
+		if p.explicit {
+			return p.w, true, 0
+		}
+		return choose(free, p.n), true, 0
+	}
+	if wantNext {
+		next = t.release(segs, p.w.runs, p.n-nfree)
+	}
+	return NodeSet{}, false, next
+}
+
+// collect gathers, sorted by lo, the runs of the node spans overlapping
+// [start, end), clipped to the bounds of w.
+func (t *Timeline) collect(start, end Time, w NodeSet) []seg {
+	segs := t.segs[:0]
+	if len(w.runs) == 0 {
+		return segs
+	}
+	wlo, whi := w.runs[0].lo, w.runs[len(w.runs)-1].hi
+	t.nodeIdx.visit(start, end, func(s *span) bool {
+		rs := s.nodes.runs
+		if rs[len(rs)-1].hi <= wlo || rs[0].lo >= whi {
+			return true
+		}
+		for _, r := range rs {
+			lo, hi := max(r.lo, wlo), min(r.hi, whi)
+			if lo < hi {
+				segs = append(segs, seg{lo, hi, s.end})
+			}
+		}
+		return true
+	})
+	slices.SortFunc(segs, func(a, b seg) int { return cmp.Compare(a.lo, b.lo) })
+	t.segs = segs
+	return segs
+}
+
+// freeRuns returns w minus the union of segs (sorted by lo), in scratch
+// memory valid until the next call.
+func (t *Timeline) freeRuns(segs []seg, w []run) []run {
+	union := t.runs[:0]
+	for _, s := range segs {
+		union = appendMerge(union, run{s.lo, s.hi})
+	}
+	n := len(union)
+	out := minusRuns(union, w, union[:n])
+	t.runs = out
+	return out[n:]
+}
+
+// release returns the earliest end among segs (sorted by lo) by which at least
+// need nodes of w now held by segs are released: the need-th smallest, over
+// the held nodes of w, of the latest end of the segments holding the node.
+func (t *Timeline) release(segs []seg, w []run, need int) Time {
+	levels := t.levels[:0]
+	wi := 0
+	// Sweep the upper envelope of the segments (latest end per node) with a
+	// max-heap on end, lazily dropping segments that finished before pos.
+	h := t.heap[:0]
+	i := 0
+	var pos int32
+	for i < len(segs) || len(h) > 0 {
+		if len(h) == 0 {
+			pos = segs[i].lo
+		}
+		for i < len(segs) && segs[i].lo <= pos {
+			h = heapPush(h, segs[i])
+			i++
+		}
+		for len(h) > 0 && h[0].hi <= pos {
+			h = heapPop(h)
+		}
+		if len(h) == 0 {
+			continue
+		}
+		next := h[0].hi
+		if i < len(segs) && segs[i].lo < next {
+			next = segs[i].lo
+		}
+		// Count the nodes of w in [pos, next).
+		n := 0
+		for wi < len(w) && w[wi].hi <= pos {
+			wi++
+		}
+		for k := wi; k < len(w) && w[k].lo < next; k++ {
+			n += int(min(w[k].hi, next)) - int(max(w[k].lo, pos))
+		}
+		if n > 0 {
+			levels = append(levels, level{h[0].end, n})
+		}
+		pos = next
+	}
+	t.heap = h
+	slices.SortFunc(levels, func(a, b level) int { return cmp.Compare(a.end, b.end) })
+	t.levels = levels
+	for _, l := range levels {
+		if need -= l.n; need <= 0 {
+			return l.end
+		}
+	}
+	panic("timeline: release: fewer held nodes than needed")
+}
+
+func heapPush(h []seg, s seg) []seg {
+	h = append(h, s)
+	for i := len(h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if h[p].end >= h[i].end {
+			break
+		}
+		h[p], h[i] = h[i], h[p]
+		i = p
+	}
+	return h
+}
+
+func heapPop(h []seg) []seg {
+	n := len(h) - 1
+	h[0] = h[n]
+	h = h[:n]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < n && h[l].end > h[m].end {
+			m = l
+		}
+		if l+1 < n && h[l+1].end > h[m].end {
+			m = l + 1
+		}
+		if m == i {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	return h
+}
+
+// choose picks n nodes of free (sorted, disjoint runs holding at least n
+// nodes) by best fit: see Fits.
+func choose(free []run, n int) NodeSet {
+	// Fast path: the smallest run that holds all n.
+	best := -1
+	for k, r := range free {
+		if r.len() >= n && (best < 0 || r.len() < free[best].len()) {
+			best = k
+		}
+	}
+	if best >= 0 {
+		r := free[best]
+		return NodeSet{runs: []run{{r.lo, r.lo + int32(n)}}}
+	}
+	// Largest runs first (ties: lowest index), then best fit for the rest.
+	byLen := slices.Clone(free)
+	slices.SortFunc(byLen, func(a, b run) int {
+		if c := cmp.Compare(b.len(), a.len()); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.lo, b.lo)
+	})
+	var out []run
+	for n > 0 {
+		if byLen[0].len() < n {
+			out = append(out, byLen[0])
+			n -= byLen[0].len()
+			byLen = byLen[1:]
+			continue
+		}
+		// byLen[0:k] hold n or more; the smallest of them, lowest index first.
+		k := 1
+		for k < len(byLen) && byLen[k].len() >= n {
+			k++
+		}
+		j := k - 1
+		for j > 0 && byLen[j-1].len() == byLen[k-1].len() {
+			j--
+		}
+		out = append(out, run{byLen[j].lo, byLen[j].lo + int32(n)})
+		n = 0
+	}
+	slices.SortFunc(out, func(a, b run) int { return cmp.Compare(a.lo, b.lo) })
+	return NodeSet{runs: out}
+}
+
+// FreeNodes returns the nodes free throughout [start, end): those no span
+// uses at any instant of the window. It returns the empty set when the window
+// is invalid (end <= start, start before the origin, or end past the
+// horizon). It takes O(log spans + k log k) for the k spans overlapping the
+// window.
+func (t *Timeline) FreeNodes(start, end Time) NodeSet {
+	if t.checkWindow(start, end) != nil || len(t.res.names) == 0 {
+		return NodeSet{}
+	}
+	segs := t.collect(start, end, t.res.all)
+	return NodeSet{runs: slices.Clone(t.freeRuns(segs, t.res.all.runs))}
+}
+
+// Overlapping calls fn, in ascending ID order, for every span that overlaps
+// the window [start, end) (Start < end and End > start) and uses a node of
+// nodes: the spans a reservation of nodes over the window would have to kill
+// or move. When nodes is empty, it matches every span overlapping the window,
+// pool-only spans included. An empty or inverted window (end <= start)
+// matches nothing; the window is not checked against the origin or horizon.
+// It stops when fn returns false. fn may call any method of t, including
+// ones that modify it; such changes do not affect the spans already selected.
+//
+// It takes O(log spans + k log k) for the k spans overlapping the window.
+func (t *Timeline) Overlapping(nodes NodeSet, start, end Time, fn func(Span) bool) {
+	found := t.found[:0]
+	t.found = nil // taken: a nested call from fn allocates its own
+	pick := func(s *span) bool {
+		found = append(found, s)
+		return true
+	}
+	if nodes.IsEmpty() {
+		t.nodeIdx.visit(start, end, pick)
+		t.poolIdx.visit(start, end, pick)
+	} else {
+		t.nodeIdx.visit(start, end, func(s *span) bool {
+			if runsOverlap(s.nodes.runs, nodes.runs) {
+				found = append(found, s)
+			}
+			return true
+		})
+	}
+	slices.SortFunc(found, func(a, b *span) int { return cmp.Compare(a.id, b.id) })
+	for _, s := range found {
+		if !fn(s.export()) {
+			break
+		}
+	}
+	clear(found)
+	t.found = found[:0]
+}
+
+// UsageAt returns what is in use at instant at: the spans whose window
+// contains it, their nodes, and the units in use per pool. Outside
+// [origin, horizon) nothing is in use. It takes O(log spans + k log k) for
+// the k spans overlapping the instant.
+func (t *Timeline) UsageAt(at Time) Usage {
+	u := Usage{Slots: make([]int, len(t.res.pools))}
+	if at < t.res.origin || at >= t.res.horizon {
+		return u
+	}
+	var runs []run
+	pick := func(s *span) bool {
+		u.Spans = append(u.Spans, s.id)
+		runs = append(runs, s.nodes.runs...)
+		return true
+	}
+	t.nodeIdx.visit(at, at+1, pick)
+	t.poolIdx.visit(at, at+1, pick)
+	slices.Sort(u.Spans)
+	slices.SortFunc(runs, func(a, b run) int { return cmp.Compare(a.lo, b.lo) })
+	var busy []run
+	for _, r := range runs {
+		busy = appendMerge(busy, r)
+	}
+	u.Busy = NodeSet{runs: busy}
+	for i := range u.Slots {
+		u.Slots[i] = int(t.dims[1+i].at(at))
+	}
+	return u
+}
