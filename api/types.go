@@ -1,0 +1,339 @@
+package api
+
+import (
+	"strconv"
+	"time"
+)
+
+// Operations of protocol version 1. Each is the last token of a request
+// subject; the comment names the request and reply types (the reply type is
+// what the envelope's data holds).
+const (
+	// OpSubmit: SubmitRequest → Job (the new job, state pending).
+	OpSubmit = "submit"
+	// OpCancel: CancelRequest → Job (as it is after the cancel).
+	OpCancel = "cancel"
+	// OpUpdate: UpdateRequest → Job (as it is after the update).
+	OpUpdate = "update"
+	// OpJob: JobRequest → Job (with events).
+	OpJob = "job"
+	// OpJobs: JobsRequest → JobsReply.
+	OpJobs = "jobs"
+	// OpResources: no request → ResourcesReply.
+	OpResources = "resources"
+	// OpUserAdd (root only, admins only): UserAddRequest → UserAddReply.
+	OpUserAdd = "user-add"
+	// OpUsers (root only, admins only): no request → UsersReply.
+	OpUsers = "users"
+	// OpWhoami (every instance): no request → WhoamiReply.
+	OpWhoami = "whoami"
+)
+
+// JobID identifies a job within its instance. IDs start at 1; 0 means none.
+type JobID uint64
+
+// String returns the decimal ID.
+func (id JobID) String() string { return strconv.FormatUint(uint64(id), 10) }
+
+// JobState is the state of a job.
+type JobState string
+
+// Job states. A job is pending until it starts, running until it ends, and
+// then in exactly one terminal state.
+const (
+	JobPending   JobState = "pending"
+	JobRunning   JobState = "running"
+	JobCompleted JobState = "completed" // exited 0
+	JobFailed    JobState = "failed"    // exited non-zero, or could not start
+	JobCancelled JobState = "cancelled" // by its owner or an admin
+	JobTimeout   JobState = "timeout"   // killed at its walltime
+	JobKilled    JobState = "killed"    // killed by the broker (a reservation starting, its instance ending)
+)
+
+// JobStates lists every state, in lifecycle order.
+var JobStates = []JobState{JobPending, JobRunning, JobCompleted, JobFailed, JobCancelled, JobTimeout, JobKilled}
+
+// Valid reports whether s is a known state.
+func (s JobState) Valid() bool {
+	for _, k := range JobStates {
+		if s == k {
+			return true
+		}
+	}
+	return false
+}
+
+// Terminal reports whether a job in state s has ended.
+func (s JobState) Terminal() bool {
+	return s.Valid() && s != JobPending && s != JobRunning
+}
+
+// DependencyType is the kind of a job dependency, as in Slurm.
+type DependencyType string
+
+// Dependency types.
+const (
+	AfterOK    DependencyType = "afterok"    // start after the job completed (exit 0)
+	AfterAny   DependencyType = "afterany"   // start after the job ended, however
+	AfterNotOK DependencyType = "afternotok" // start after the job ended other than completed
+)
+
+// Dependency is one condition on another job of the same instance.
+type Dependency struct {
+	Type DependencyType `json:"type"`
+	Job  JobID          `json:"job"`
+}
+
+// JobEvent is one entry of a job's history.
+type JobEvent struct {
+	Time   time.Time `json:"time"`
+	State  JobState  `json:"state"`
+	Reason string    `json:"reason,omitempty"` // "killed by reservation physics", "waiting for 12 nodes free at 17:00"
+}
+
+// Job is a job record: what jobs, job and submit return. Times are RFC 3339
+// and omitted when unset.
+type Job struct {
+	ID           JobID          `json:"id"`
+	User         string         `json:"user"`
+	Name         string         `json:"name,omitempty"`
+	State        JobState       `json:"state"`
+	Reason       string         `json:"reason,omitempty"` // why it waits, or why it ended
+	Nodes        string         `json:"nodes,omitempty"`  // hostlist of the nodes it runs or ran on: "node[0-7]"
+	NNodes       int            `json:"nnodes"`
+	Walltime     int64          `json:"walltime_s"` // seconds
+	SubmitTime   time.Time      `json:"submit_time,omitzero"`
+	StartTime    time.Time      `json:"start_time,omitzero"`
+	EndTime      time.Time      `json:"end_time,omitzero"`
+	ExitCode     *int           `json:"exit_code,omitempty"` // set once the job ended with a status
+	Resv         string         `json:"resv,omitempty"`      // reservation it runs in
+	PlannedStart time.Time      `json:"planned_start,omitzero"`
+	Events       []JobEvent     `json:"events,omitempty"`
+	Command      []string       `json:"command,omitempty"`
+	Cwd          string         `json:"cwd,omitempty"`
+	QPU          map[string]int `json:"qpu,omitempty"` // backend → slots
+	Requeue      bool           `json:"requeue,omitempty"`
+	Hold         bool           `json:"hold,omitempty"`
+	BeginTime    time.Time      `json:"begin_time,omitzero"`
+	Dependencies []Dependency   `json:"dependencies,omitempty"`
+	URI          string         `json:"uri,omitempty"` // of the child instance, for batch and alloc jobs
+}
+
+// SubmitRequest asks for a new job.
+type SubmitRequest struct {
+	Nodes      int               `json:"nodes"`      // whole nodes, ≥ 1
+	Walltime   int64             `json:"walltime_s"` // seconds, ≥ 1
+	Name       string            `json:"name,omitempty"`
+	Resv       string            `json:"resv,omitempty"` // run inside this reservation
+	Begin      time.Time         `json:"begin,omitzero"` // not before
+	Hold       bool              `json:"hold,omitempty"` // queue held until released
+	AfterOK    []JobID           `json:"afterok,omitempty"`
+	AfterAny   []JobID           `json:"afterany,omitempty"`
+	AfterNotOK []JobID           `json:"afternotok,omitempty"`
+	Requeue    bool              `json:"requeue,omitempty"` // requeue when killed by a reservation
+	QPU        map[string]int    `json:"qpu,omitempty"`     // backend → slots
+	Command    []string          `json:"command"`           // argv, argv[0] non-empty
+	Cwd        string            `json:"cwd,omitempty"`
+	Env        map[string]string `json:"env,omitempty"`    // the subset of the environment to pass
+	Stdout     string            `json:"stdout,omitempty"` // path template
+	Stderr     string            `json:"stderr,omitempty"` // path template
+}
+
+// Validate checks what can be checked without knowing the instance: counts,
+// names, the command. It returns an invalid_argument error naming the field.
+func (r *SubmitRequest) Validate() error {
+	switch {
+	case r.Nodes < 1:
+		return Errorf(CodeInvalidArgument, "nodes must be at least 1, got %d", r.Nodes)
+	case r.Walltime < 1:
+		return Errorf(CodeInvalidArgument, "walltime_s must be at least 1 second, got %d", r.Walltime)
+	case len(r.Command) == 0 || r.Command[0] == "":
+		return Errorf(CodeInvalidArgument, "command is empty: give the program to run and its arguments")
+	case len(r.Name) > 128:
+		return Errorf(CodeInvalidArgument, "name is %d bytes long; at most 128", len(r.Name))
+	}
+	if r.Resv != "" && !nameRe.MatchString(r.Resv) {
+		return Errorf(CodeInvalidArgument, "invalid reservation name %q", r.Resv)
+	}
+	for _, l := range [][]JobID{r.AfterOK, r.AfterAny, r.AfterNotOK} {
+		for _, id := range l {
+			if id == 0 {
+				return Errorf(CodeInvalidArgument, "job dependency on job 0: job IDs start at 1")
+			}
+		}
+	}
+	if err := validateQPU(r.QPU); err != nil {
+		return err
+	}
+	for k := range r.Env {
+		if k == "" || containsAny(k, "=\x00") {
+			return Errorf(CodeInvalidArgument, "invalid environment variable name %q", k)
+		}
+	}
+	return nil
+}
+
+// Dependencies returns the request's dependency lists as one list, in the
+// order afterok, afterany, afternotok.
+func (r *SubmitRequest) Dependencies() []Dependency {
+	var deps []Dependency
+	for _, l := range []struct {
+		t   DependencyType
+		ids []JobID
+	}{{AfterOK, r.AfterOK}, {AfterAny, r.AfterAny}, {AfterNotOK, r.AfterNotOK}} {
+		for _, id := range l.ids {
+			deps = append(deps, Dependency{Type: l.t, Job: id})
+		}
+	}
+	return deps
+}
+
+func validateQPU(m map[string]int) error {
+	for name, n := range m {
+		if !nameRe.MatchString(name) {
+			return Errorf(CodeInvalidArgument, "invalid QPU backend name %q", name)
+		}
+		if n < 1 {
+			return Errorf(CodeInvalidArgument, "QPU backend %s: slots must be at least 1, got %d", name, n)
+		}
+	}
+	return nil
+}
+
+func containsAny(s, chars string) bool {
+	for i := 0; i < len(s); i++ {
+		for j := 0; j < len(chars); j++ {
+			if s[i] == chars[j] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// JobRequest names one job (job, and the base of cancel).
+type JobRequest struct {
+	ID JobID `json:"id"`
+}
+
+// CancelRequest asks to cancel a job: a pending job is removed from the
+// queue, a running one is signalled and killed.
+type CancelRequest struct {
+	ID JobID `json:"id"`
+}
+
+// UpdateRequest changes a job that has not started. Exactly the set fields
+// change; Resv and NoResv, Hold and Release exclude each other.
+type UpdateRequest struct {
+	ID       JobID     `json:"id"`
+	Resv     string    `json:"resv,omitempty"`       // move into this reservation (admins)
+	NoResv   bool      `json:"no_resv,omitempty"`    // take out of its reservation
+	Hold     bool      `json:"hold,omitempty"`       // hold it
+	Release  bool      `json:"release,omitempty"`    // release a hold
+	Walltime int64     `json:"walltime_s,omitempty"` // new walltime, seconds
+	Begin    time.Time `json:"begin,omitzero"`       // new earliest start
+}
+
+// Validate checks the request's shape.
+func (r *UpdateRequest) Validate() error {
+	switch {
+	case r.ID == 0:
+		return Errorf(CodeInvalidArgument, "update needs a job ID")
+	case r.Resv != "" && r.NoResv:
+		return Errorf(CodeInvalidArgument, "resv and no_resv exclude each other")
+	case r.Hold && r.Release:
+		return Errorf(CodeInvalidArgument, "hold and release exclude each other")
+	case r.Walltime < 0:
+		return Errorf(CodeInvalidArgument, "walltime_s must be positive, got %d", r.Walltime)
+	case r.Resv == "" && !r.NoResv && !r.Hold && !r.Release && r.Walltime == 0 && r.Begin.IsZero():
+		return Errorf(CodeInvalidArgument, "update of job %d changes nothing: give resv, no_resv, hold, release, walltime_s or begin", r.ID)
+	case r.Resv != "" && !nameRe.MatchString(r.Resv):
+		return Errorf(CodeInvalidArgument, "invalid reservation name %q", r.Resv)
+	}
+	return nil
+}
+
+// JobsRequest filters the job list. By default a user sees their own jobs
+// that have not ended; All adds ended jobs; User selects another user's jobs
+// (admins see everyone's; "*" means every user); State keeps only the listed
+// states.
+type JobsRequest struct {
+	All   bool       `json:"all,omitempty"`
+	User  string     `json:"user,omitempty"`
+	State []JobState `json:"state,omitempty"`
+}
+
+// JobsReply is the job list, ordered by ID.
+type JobsReply struct {
+	Jobs []Job `json:"jobs"`
+}
+
+// NodeState is the state of a node.
+type NodeState string
+
+// Node states.
+const (
+	NodeFree      NodeState = "free"
+	NodeAllocated NodeState = "allocated" // a job runs on it
+	NodeReserved  NodeState = "reserved"  // an active reservation holds it
+	NodeDown      NodeState = "down"
+)
+
+// NodeStatus is one node of a resource list.
+type NodeStatus struct {
+	Name  string    `json:"name"`
+	State NodeState `json:"state"`
+	Job   JobID     `json:"job,omitempty"`  // the job on it, when allocated
+	Resv  string    `json:"resv,omitempty"` // the reservation holding it now
+}
+
+// QPUStatus is one QPU backend of a resource list, in slots.
+type QPUStatus struct {
+	Name      string `json:"name"`
+	Total     int    `json:"total"`
+	Used      int    `json:"used"`
+	Available int    `json:"available"`
+}
+
+// ResourcesReply lists an instance's resources, nodes in index order and QPU
+// backends by name.
+type ResourcesReply struct {
+	Nodes []NodeStatus `json:"nodes"`
+	QPUs  []QPUStatus  `json:"qpus,omitempty"`
+}
+
+// UserAddRequest asks the root instance for credentials for a new user.
+// Force issues new credentials for an existing user (the old ones stay valid).
+type UserAddRequest struct {
+	Name  string `json:"name"`
+	Admin bool   `json:"admin,omitempty"`
+	Force bool   `json:"force,omitempty"`
+}
+
+// UserAddReply carries the new user's credentials: the text of a NATS .creds
+// file, to be saved with mode 0600.
+type UserAddReply struct {
+	Name  string `json:"name"`
+	Admin bool   `json:"admin"`
+	Creds string `json:"creds"`
+}
+
+// User is a user known to the broker. Credentials are never stored.
+type User struct {
+	Name    string    `json:"name"`
+	Admin   bool      `json:"admin,omitempty"`
+	Created time.Time `json:"created,omitzero"`
+}
+
+// UsersReply lists the users known to the broker, by name.
+type UsersReply struct {
+	Users []User `json:"users"`
+}
+
+// WhoamiReply says who the broker thinks the caller is.
+type WhoamiReply struct {
+	User  string `json:"user"`
+	Admin bool   `json:"admin"`
+	Path  string `json:"path"`
+	URI   string `json:"uri,omitempty"`
+}
