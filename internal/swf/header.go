@@ -74,8 +74,8 @@ type headerParser struct {
 
 // add parses one comment line (its first non-blank byte is ';').
 func (p *headerParser) add(line []byte) error {
-	p.h.Raw = append(p.h.Raw, string(line))
 	s := string(line)
+	p.h.Raw = append(p.h.Raw, s)
 	s = strings.TrimLeft(s, " \t\r\v\f")[1:] // drop the ';'
 	body := strings.TrimLeft(s, " \t\r\v\f")
 	indent := len(s) - len(body)
@@ -237,6 +237,6 @@ func leadingInt(s string) (int64, string) {
 	if j == i {
 		return 0, "does not start with an integer"
 	}
-	v, why := parseNumber([]byte(s[:j]))
+	v, _, why := parseNumber([]byte(s[:j]), 0)
 	return v, why
 }

@@ -78,34 +78,31 @@ func isSpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'
 }
 
-// parseJob parses one job line without allocating unless the line is
-// malformed. A field count error wins over a number error.
+// parseJob parses one job line in a single pass, without allocating
+// unless the line is malformed. A field count error wins over a number
+// error.
 func parseJob(line []byte) (Job, error) {
 	var f [NumFields]int64
 	n := 0
 	var numErr error
 	for i := 0; i < len(line); {
-		for i < len(line) && isSpace(line[i]) {
+		if isSpace(line[i]) {
 			i++
-		}
-		if i == len(line) {
-			break
+			continue
 		}
 		start := i
-		for i < len(line) && !isSpace(line[i]) {
-			i++
-		}
-		if n < NumFields && numErr == nil {
-			v, why := parseNumber(line[start:i])
-			if why != "" {
+		v, end, why := parseNumber(line, i)
+		if n < NumFields {
+			f[n] = v
+			if why != "" && numErr == nil {
 				numErr = &detailError{
-					msg:  fmt.Sprintf("field %d (%s): %s %s", n+1, fieldNames[n], quote(line[start:i]), why),
+					msg:  fmt.Sprintf("field %d (%s): %s %s", n+1, fieldNames[n], quote(line[start:end]), why),
 					kind: ErrNumber,
 				}
 			}
-			f[n] = v
 		}
 		n++
+		i = end
 	}
 	if n != NumFields {
 		return Job{}, &detailError{
@@ -125,42 +122,48 @@ func parseJob(line []byte) (Job, error) {
 	}, nil
 }
 
-// parseNumber parses [+-]digits[.digits] (at least one digit on either
-// side of the point), truncating the fraction toward zero. On failure it
-// returns a phrase saying why ("is not a number", "is out of range").
-func parseNumber(b []byte) (int64, string) {
-	i := 0
+// parseNumber parses the field of b that starts at i (a non-blank byte)
+// and ends at the next blank or the end of b, which it returns as end. A
+// number is [+-]digits[.digits], with at least one digit on either side of
+// the point; its fraction is truncated toward zero. On failure why is a
+// phrase saying what is wrong ("is not a number", "is out of range").
+func parseNumber(b []byte, i int) (v int64, end int, why string) {
 	neg := false
-	if i < len(b) && (b[i] == '+' || b[i] == '-') {
+	if b[i] == '+' || b[i] == '-' {
 		neg = b[i] == '-'
 		i++
 	}
-	var u uint64
+	var u uint64 // magnitude, exact while <= 1<<63
 	digits := 0
 	over := false
-	for ; i < len(b) && '0' <= b[i] && b[i] <= '9'; i++ {
-		d := uint64(b[i] - '0')
-		if u > (math.MaxUint64-d)/10 {
-			over = true
+	for ; i < len(b); i++ {
+		d := b[i] - '0'
+		if d > 9 {
+			break
+		}
+		if u > (1<<63)/10 {
+			over = true // u*10 > 1<<63 whatever d is
 		} else {
-			u = u*10 + d
+			u = u*10 + uint64(d) // <= 1<<63 + 9: no wrap
 		}
 		digits++
 	}
 	if i < len(b) && b[i] == '.' {
-		i++
-		for ; i < len(b) && '0' <= b[i] && b[i] <= '9'; i++ {
+		for i++; i < len(b) && '0' <= b[i] && b[i] <= '9'; i++ {
 			digits++
 		}
 	}
-	if digits == 0 || i != len(b) {
-		return 0, "is not a number"
+	if i < len(b) && !isSpace(b[i]) || digits == 0 {
+		for i < len(b) && !isSpace(b[i]) {
+			i++
+		}
+		return 0, i, "is not a number"
 	}
 	if over || (!neg && u > math.MaxInt64) || (neg && u > 1<<63) {
-		return 0, "is out of range"
+		return 0, i, "is out of range"
 	}
 	if neg {
-		return int64(-u), "" // -(1<<63) wraps to MinInt64, as wanted
+		return -int64(u), i, "" // u == 1<<63 gives MinInt64, as wanted
 	}
-	return int64(u), ""
+	return int64(u), i, ""
 }

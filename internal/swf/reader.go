@@ -73,7 +73,7 @@ func Open(path string) (*Reader, error) {
 // no jobs.
 func NewReader(in io.Reader, name string) (*Reader, error) {
 	r := &Reader{name: name}
-	br := bufio.NewReaderSize(in, 64<<10)
+	br := bufio.NewReaderSize(in, 16<<10)
 	magic, err := br.Peek(2)
 	if err != nil && err != io.EOF {
 		return nil, r.lineErr(1, err)
@@ -89,7 +89,7 @@ func NewReader(in io.Reader, name string) (*Reader, error) {
 	}
 	r.src = &errTracker{r: src}
 	r.sc = bufio.NewScanner(r.src)
-	r.sc.Buffer(make([]byte, 64<<10), MaxLineLen)
+	r.sc.Buffer(make([]byte, 8<<10), MaxLineLen)
 	r.sc.Split(r.scanLines)
 	if err := r.readHeader(); err != nil {
 		r.closeGzip()
