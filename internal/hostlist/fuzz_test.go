@@ -19,6 +19,10 @@ var fuzzSeeds = []string{
 	"node[1-010]", "n[1234567890123456789]", "node[0-999999999]", "a1,a[1-2]", "a b", "n\xff",
 }
 
+// fuzzMaxNames bounds the lists FuzzRoundTrip expands, so that each
+// execution stays fast.
+const fuzzMaxNames = 1 << 12
+
 // FuzzRoundTrip checks parse -> format -> parse: whatever parses formats to
 // a hostlist that parses back to the same set of names, and formatting that
 // again gives the same string. Count agrees with Parse. Nothing panics.
@@ -27,8 +31,11 @@ func FuzzRoundTrip(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		names, err := Parse(s)
 		n, cerr := Count(s)
+		if cerr == nil && n > fuzzMaxNames {
+			return // correct but slow under coverage instrumentation; the unit tests cover big lists
+		}
+		names, err := Parse(s)
 		if err != nil {
 			var e *Error
 			if !errors.As(err, &e) || e.Input != s || e.Pos < 0 || e.Pos > len(s) ||
