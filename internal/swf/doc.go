@@ -48,8 +48,8 @@
 // number or does not fit in an int64), a malformed numeric header value, a
 // line longer than MaxLineLen, or a read or decompression error (a
 // truncated or corrupt gzip stream is reported, never taken for the end of
-// the trace). Errors.Is matches ErrFieldCount, ErrNumber, ErrHeader and
-// ErrLineTooLong against the first four. A malformed job line does not stop
+// the trace). The first four match ErrFieldCount, ErrNumber, ErrHeader and
+// ErrLineTooLong with errors.Is. A malformed job line does not stop
 // the reader: the next Next continues with the following line. Read errors
 // are sticky. Open may also return the *fs.PathError of os.Open.
 //

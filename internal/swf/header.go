@@ -10,10 +10,12 @@ import (
 //
 // The typed fields hold the standard SWF header fields; a field absent from
 // the file is "" or 0. When a key appears more than once, the typed field
-// holds its first value. A string value is trimmed of surrounding blanks; a
-// value continued on following, more deeply indented comment lines (as
-// Information and Note often are) has its continuation lines appended,
-// each after a "\n". A numeric value is the integer its text starts with:
+// holds its first value. A string value is trimmed of surrounding blanks.
+// A comment line whose text starts with two or more blanks after the ';'
+// continues the field above it (Information, Note and Copyright are often
+// written so): its trimmed text is appended to that value after a "\n". A
+// comment line that is neither a field nor a continuation is kept in Raw
+// only, and ends any continuation. A numeric value is the integer its text starts with:
 // "MaxNodes: 338 (batch partition; 512 total)" gives MaxNodes 338, and the
 // full text stays in Fields.
 type Header struct {

@@ -64,6 +64,9 @@ type traceFacts struct {
 	timeZoneString       string
 	headerLines          int
 	informationLineCount int
+	copyrightLines       int // lines of the Copyright field, 0 if absent
+	maxQueues            int
+	queueLines           int
 }
 
 var traces = []traceFacts{
@@ -76,6 +79,7 @@ var traces = []traceFacts{
 		unitsFromAlloc: 77205, reqTimeFromRun: 6,
 		rawContains: "; MaxNodes: 338 (batch partition; 512 total)",
 		unixStart:   835823160, timeZoneString: "US/Eastern", headerLines: 29, informationLineCount: 2,
+		maxQueues: 4, queueLines: 4,
 	},
 	{
 		file: "SDSC-SP2-1998-4.2-cln.swf.gz", jobs: 59715, maxProcs: 128, maxNodes: 128, maxRecords: 59715,
@@ -86,6 +90,7 @@ var traces = []traceFacts{
 		unitsFromAlloc: 0, reqTimeFromRun: 35,
 		rawContains: ";   provided that this copyright notice is preserved in all copies and",
 		unixStart:   893466664, timeZoneString: "US/Pacific", headerLines: 48, informationLineCount: 2,
+		copyrightLines: 13, maxQueues: 7, queueLines: 7,
 	},
 	{
 		file: "KTH-SP2-1996-2.1-cln.swf.gz", jobs: 28476, maxProcs: 100, maxNodes: 100, maxRecords: 28476,
@@ -103,6 +108,7 @@ func TestRealTraces(t *testing.T) {
 	dir := workloadsDir(t)
 	for _, want := range traces {
 		t.Run(strings.SplitN(want.file, "-", 2)[0], func(t *testing.T) {
+			t.Parallel()
 			r, err := Open(filepath.Join(dir, want.file))
 			if err != nil {
 				t.Fatal(err)
@@ -128,6 +134,13 @@ func TestRealTraces(t *testing.T) {
 			}
 			if n := strings.Count(h.Information, "\n") + 1; n != want.informationLineCount {
 				t.Errorf("Information %q has %d lines, want %d", h.Information, n, want.informationLineCount)
+			}
+			if c := h.Fields["Copyright"]; want.copyrightLines == 0 && c != nil ||
+				want.copyrightLines > 0 && (len(c) != 1 || strings.Count(c[0], "\n")+1 != want.copyrightLines) {
+				t.Errorf("Copyright %q, want %d lines", c, want.copyrightLines)
+			}
+			if h.MaxQueues != want.maxQueues || len(h.Fields["Queue"]) != want.queueLines {
+				t.Errorf("MaxQueues %d with %d Queue lines, want %d and %d", h.MaxQueues, len(h.Fields["Queue"]), want.maxQueues, want.queueLines)
 			}
 			if h.StartTime == "" || h.EndTime == "" || h.Fields["Note"] == nil {
 				t.Errorf("StartTime %q, EndTime %q, Note %q: want all set", h.StartTime, h.EndTime, h.Fields["Note"])
