@@ -1,0 +1,220 @@
+package broker
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nkeys"
+
+	"github.com/strata-hpc/strata/api"
+)
+
+// The broker runs NATS in decentralized-auth (operator) mode:
+//
+//	operator "strata"  (keys/operator.nk)  signs the two account JWTs
+//	├── account SYS    (keys/sys.nk)       the server's system account
+//	└── account STRATA (keys/account.nk)   everything Strata; signs user JWTs
+//
+// The seeds are created on first start (mode 0600) and reused ever after; the
+// JWTs are re-signed from them at every start, so only the seeds matter. A
+// user's credentials are a user JWT signed by the STRATA account key plus
+// the user's own seed, in the standard .creds format; the server checks the
+// signature chain and enforces the JWT's permissions, so the broker trusts
+// the user token of a request subject without looking at the payload.
+
+const (
+	keysDir        = "keys"
+	operatorFile   = "operator.nk"
+	accountFile    = "account.nk"
+	systemFile     = "sys.nk"
+	adminCredsFile = "admin.creds"
+
+	accountName = "STRATA"
+	brokerName  = "strata-broker"
+	// brokerInbox is the inbox prefix of the broker's own connection. It does
+	// not start with "_INBOX", so no user or admin permission covers it.
+	brokerInbox = "_STRATA_INBOX"
+	// adminInbox is the default inbox that tools like the nats CLI use;
+	// admins may subscribe to it so that `nats micro ls` works.
+	adminInbox = "_INBOX"
+)
+
+// identity holds the keys of the operator, the system account and the
+// Strata account, and the JWTs made from them.
+type identity struct {
+	operator, system, account nkeys.KeyPair
+
+	operatorPub, systemPub, accountPub string
+	operatorClaims                     *jwt.OperatorClaims
+	systemJWT, accountJWT              string
+}
+
+// loadIdentity reads the keys under dir (StateDir/keys). With create, it
+// makes every missing key; otherwise it returns (nil, nil) when the account
+// key is missing, and an error when another is.
+func loadIdentity(dir string, create bool) (*identity, error) {
+	if create {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("broker: keys: %w", err)
+		}
+	} else if _, err := os.Stat(filepath.Join(dir, accountFile)); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	id := &identity{}
+	var err error
+	if id.operator, err = loadKey(filepath.Join(dir, operatorFile), nkeys.PrefixByteOperator, create); err != nil {
+		return nil, err
+	}
+	if id.system, err = loadKey(filepath.Join(dir, systemFile), nkeys.PrefixByteAccount, create); err != nil {
+		return nil, err
+	}
+	if id.account, err = loadKey(filepath.Join(dir, accountFile), nkeys.PrefixByteAccount, create); err != nil {
+		return nil, err
+	}
+	id.operatorPub, _ = id.operator.PublicKey()
+	id.systemPub, _ = id.system.PublicKey()
+	id.accountPub, _ = id.account.PublicKey()
+
+	oc := jwt.NewOperatorClaims(id.operatorPub)
+	oc.Name = "strata"
+	oc.SystemAccount = id.systemPub
+	ojwt, err := oc.Encode(id.operator)
+	if err != nil {
+		return nil, fmt.Errorf("broker: sign operator JWT: %w", err)
+	}
+	if id.operatorClaims, err = jwt.DecodeOperatorClaims(ojwt); err != nil {
+		return nil, fmt.Errorf("broker: operator JWT: %w", err)
+	}
+
+	sc := jwt.NewAccountClaims(id.systemPub)
+	sc.Name = "SYS"
+	if id.systemJWT, err = sc.Encode(id.operator); err != nil {
+		return nil, fmt.Errorf("broker: sign system account JWT: %w", err)
+	}
+
+	ac := jwt.NewAccountClaims(id.accountPub)
+	ac.Name = accountName
+	ac.Limits.JetStreamLimits = jwt.JetStreamLimits{
+		MemoryStorage: jwt.NoLimit, DiskStorage: jwt.NoLimit,
+		Streams: jwt.NoLimit, Consumer: jwt.NoLimit, MaxAckPending: jwt.NoLimit,
+	}
+	if id.accountJWT, err = ac.Encode(id.operator); err != nil {
+		return nil, fmt.Errorf("broker: sign account JWT: %w", err)
+	}
+	return id, nil
+}
+
+// loadKey reads an nkey seed file, or with create makes one (mode 0600)
+// when it does not exist.
+func loadKey(path string, prefix nkeys.PrefixByte, create bool) (nkeys.KeyPair, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) && create {
+		kp, err := nkeys.CreatePair(prefix)
+		if err != nil {
+			return nil, fmt.Errorf("broker: create key %s: %w", path, err)
+		}
+		seed, _ := kp.Seed()
+		if err := writeSecret(path, append(seed, '\n')); err != nil {
+			return nil, err
+		}
+		return kp, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("broker: read key: %w", err)
+	}
+	kp, err := nkeys.FromSeed(bytes.TrimSpace(b))
+	if err != nil {
+		return nil, fmt.Errorf("broker: key %s: %w", path, err)
+	}
+	if p := nkeys.Prefix(mustPub(kp)); p != prefix {
+		return nil, fmt.Errorf("broker: key %s is a %v key, want an %v key", path, p, prefix)
+	}
+	return kp, nil
+}
+
+func mustPub(kp nkeys.KeyPair) string {
+	pub, _ := kp.PublicKey()
+	return pub
+}
+
+// writeSecret creates path with mode 0600 and writes b; it fails if path
+// exists, so that a secret is never overwritten by accident.
+func writeSecret(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("broker: %w", err)
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return fmt.Errorf("broker: write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("broker: write %s: %w", path, err)
+	}
+	return nil
+}
+
+// grant is what one set of credentials may do.
+type grant struct {
+	role  api.Role
+	name  string
+	admin bool // users only: may also publish $SRV.> and read _INBOX.>
+	full  bool // the broker itself: no restrictions
+}
+
+// mint returns the text of a .creds file for g, signed by the account key.
+func (id *identity) mint(g grant) ([]byte, error) {
+	ukp, err := nkeys.CreateUser()
+	if err != nil {
+		return nil, fmt.Errorf("broker: create user key: %w", err)
+	}
+	upub, _ := ukp.PublicKey()
+	uc := jwt.NewUserClaims(upub)
+	uc.Name = g.name
+	switch {
+	case g.full:
+		uc.Tags.Add(api.RoleTag + "broker")
+	default:
+		if err := g.role.Validate(g.name); err != nil {
+			return nil, err
+		}
+		uc.Tags.Add(api.RoleTag + string(g.role))
+		uc.Pub.Allow.Add(g.role.SubjectPrefix(g.name) + ".>")
+		uc.Sub.Allow.Add(g.role.InboxPrefix(g.name) + ".>")
+		if g.admin {
+			if g.role != api.RoleUser {
+				return nil, fmt.Errorf("broker: only users can be admins, not %s %s", g.role, g.name)
+			}
+			uc.Tags.Add("strata-admin")
+			uc.Pub.Allow.Add("$SRV.>")
+			uc.Sub.Allow.Add(adminInbox + ".>")
+		}
+	}
+	ujwt, err := uc.Encode(id.account)
+	if err != nil {
+		return nil, fmt.Errorf("broker: sign user JWT for %s: %w", g.name, err)
+	}
+	seed, err := ukp.Seed()
+	if err != nil {
+		return nil, fmt.Errorf("broker: user seed: %w", err)
+	}
+	return jwt.FormatUserConfig(ujwt, seed)
+}
+
+// jwtOf returns the user JWT of a .creds text.
+func jwtOf(creds []byte) (string, error) { return jwt.ParseDecoratedJWT(creds) }
+
+// signWith signs a server nonce with the user seed of a .creds text.
+func signWith(creds, nonce []byte) ([]byte, error) {
+	kp, err := jwt.ParseDecoratedUserNKey(creds)
+	if err != nil {
+		return nil, err
+	}
+	defer kp.Wipe()
+	return kp.Sign(nonce)
+}

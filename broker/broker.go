@@ -1,0 +1,390 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/strata-hpc/strata/api"
+)
+
+// Broker is the running Strata process: its NATS server (embedded) or
+// connection (external), its JetStream state, and the request/reply services
+// of the instances it hosts.
+//
+// Lifecycle, as in nats-server: New, Start, then Shutdown (and
+// WaitForShutdown from another goroutine if needed). All methods are safe for
+// concurrent use.
+type Broker struct {
+	opts Options
+	log  *slog.Logger
+	id   *identity // nil: external NATS and no account key; cannot mint credentials
+
+	srv *server.Server // nil with an external NATS
+	nc  *nats.Conn
+	js  jetstream.JetStream
+	kv  jetstream.KeyValue // users
+
+	ctx    context.Context // cancelled by Shutdown; handlers run under it
+	cancel context.CancelFunc
+	sem    chan struct{} // bounds in-flight requests
+
+	mu       sync.Mutex
+	state    int // stateNew, stateRunning, stateClosing, stateClosed
+	admins   map[string]bool
+	services map[string]*Service
+	inflight sync.WaitGroup
+	done     chan struct{}
+}
+
+const (
+	stateNew = iota
+	stateRunning
+	stateClosing
+	stateClosed
+)
+
+// UsersBucket is the JetStream key-value bucket of known users (key: user
+// name, value: an api.User in JSON).
+const UsersBucket = "strata_users"
+
+// New validates opts, creates the state directory and, for an embedded
+// server, the signing keys. It starts nothing.
+func New(opts Options) (*Broker, error) {
+	o, err := opts.normalize()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(o.StateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("broker: state dir: %w", err)
+	}
+	id, err := loadIdentity(filepath.Join(o.StateDir, keysDir), o.NatsURL == "")
+	if err != nil {
+		return nil, err
+	}
+	admins := map[string]bool{AdminUser: true}
+	for _, a := range o.Admins {
+		admins[a] = true
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Broker{
+		opts:     o,
+		log:      o.Logger,
+		id:       id,
+		ctx:      ctx,
+		cancel:   cancel,
+		sem:      make(chan struct{}, o.MaxInflight),
+		admins:   admins,
+		services: map[string]*Service{},
+		done:     make(chan struct{}),
+	}, nil
+}
+
+// Start starts the embedded NATS server (or connects to the external one),
+// opens the users bucket and, when the broker can mint credentials and
+// StateDir/admin.creds does not exist, writes it. It returns once the broker
+// is ready to serve instances. On error, everything started is stopped.
+func (b *Broker) Start() error {
+	b.mu.Lock()
+	if b.state != stateNew {
+		b.mu.Unlock()
+		return errors.New("broker: Start called twice")
+	}
+	b.state = stateRunning
+	b.mu.Unlock()
+
+	err := b.start()
+	if err != nil {
+		b.Shutdown()
+	}
+	return err
+}
+
+func (b *Broker) start() error {
+	if b.opts.NatsURL == "" {
+		if err := b.startEmbedded(); err != nil {
+			return err
+		}
+	}
+	if err := b.connect(); err != nil {
+		return err
+	}
+	js, err := jetstream.New(b.nc)
+	if err != nil {
+		return fmt.Errorf("broker: JetStream: %w", err)
+	}
+	b.js = js
+	ctx, cancel := context.WithTimeout(b.ctx, b.opts.StartTimeout)
+	defer cancel()
+	if b.kv, err = b.KeyValue(ctx, jetstream.KeyValueConfig{Bucket: UsersBucket, Description: "Strata users", History: 5}); err != nil {
+		return err
+	}
+	if err := b.loadAdmins(ctx); err != nil {
+		return err
+	}
+	if b.id != nil {
+		if err := b.ensureAdminCreds(ctx); err != nil {
+			return err
+		}
+	} else {
+		b.log.Warn("no account key: this broker cannot issue credentials ('strata user add' will fail)",
+			"key", filepath.Join(b.opts.StateDir, keysDir, accountFile))
+	}
+	b.log.Info("broker ready", "nats", b.ClientURL(), "uri", b.URI(api.RootPath), "state_dir", b.opts.StateDir)
+	return nil
+}
+
+// Shutdown stops serving: it stops every instance service, cancels the
+// context of running handlers and waits for them, closes the connection and
+// stops the embedded server. It is idempotent.
+func (b *Broker) Shutdown() {
+	b.mu.Lock()
+	if b.state == stateClosing || b.state == stateClosed {
+		b.mu.Unlock()
+		<-b.done
+		return
+	}
+	wasNew := b.state == stateNew
+	b.state = stateClosing
+	services := make([]*Service, 0, len(b.services))
+	for _, s := range b.services {
+		services = append(services, s)
+	}
+	b.mu.Unlock()
+
+	if !wasNew {
+		for _, s := range services {
+			if err := s.Stop(); err != nil {
+				b.log.Warn("stop service", "path", s.path, "err", err)
+			}
+		}
+		b.cancel()
+		b.inflight.Wait()
+		if b.nc != nil {
+			b.nc.Close()
+		}
+		if b.srv != nil {
+			b.srv.Shutdown()
+			b.srv.WaitForShutdown()
+		}
+	}
+	b.cancel()
+	b.mu.Lock()
+	b.state = stateClosed
+	b.mu.Unlock()
+	close(b.done)
+}
+
+// WaitForShutdown blocks until Shutdown has finished.
+func (b *Broker) WaitForShutdown() { <-b.done }
+
+// Options returns the broker's options with defaults filled in.
+func (b *Broker) Options() Options { return b.opts }
+
+// Logger returns the broker's logger.
+func (b *Broker) Logger() *slog.Logger { return b.log }
+
+// Conn returns the broker's own NATS connection (full permissions in the
+// Strata account). Do not close it.
+func (b *Broker) Conn() *nats.Conn { return b.nc }
+
+// JetStream returns the JetStream context of the broker's connection.
+func (b *Broker) JetStream() jetstream.JetStream { return b.js }
+
+// ClientURL returns the NATS URL clients connect to: nats://HOST:PORT of the
+// embedded server, or NatsURL.
+func (b *Broker) ClientURL() string {
+	if b.srv != nil {
+		return b.srv.ClientURL()
+	}
+	return b.opts.NatsURL
+}
+
+// Addr returns the host:port that instance URIs name (see Options.Advertise).
+func (b *Broker) Addr() string { return b.advertised() }
+
+// URI returns the URI of the instance at path on this broker, such as
+// strata://127.0.0.1:4222/root/physics.
+func (b *Broker) URI(path string) string {
+	return api.URI{Host: b.advertised(), Path: path}.String()
+}
+
+// AdminCredsPath returns the path of the admin credentials file,
+// StateDir/admin.creds.
+func (b *Broker) AdminCredsPath() string { return filepath.Join(b.opts.StateDir, adminCredsFile) }
+
+// IsAdmin reports whether user has administrator rights: "admin", a name in
+// Options.Admins, or a user added with admin rights.
+func (b *Broker) IsAdmin(user string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.admins[user]
+}
+
+// MintCreds returns the text of a NATS .creds file for name in role. A user
+// may publish only on strata.v1.req.NAME.> and read only _INBOX_NAME.>; with
+// admin, also publish $SRV.> and read _INBOX.> (for nats micro). An executor
+// may publish only on strata.v1.exec.NAME.> and read only
+// _INBOX_exec_NAME.>. MintCreds records nothing; see AddUser for users.
+func (b *Broker) MintCreds(role api.Role, name string, admin bool) ([]byte, error) {
+	if err := role.Validate(name); err != nil {
+		return nil, err
+	}
+	if b.id == nil {
+		return nil, b.noKeyError()
+	}
+	return b.id.mint(grant{role: role, name: name, admin: admin})
+}
+
+func (b *Broker) noKeyError() error {
+	return api.Errorf(api.CodeFailedPrecondition, "this broker cannot issue credentials: it has no signing key for the Strata account (%s)",
+		filepath.Join(b.opts.StateDir, keysDir, accountFile))
+}
+
+// AddUser records a user in the users bucket and returns fresh credentials
+// for it. The credentials carry admin permissions when req.Admin is set or
+// the user is an admin already. An existing user is a conflict error unless
+// req.Force, which issues new credentials (old ones stay valid: NATS user
+// JWTs are not revoked).
+func (b *Broker) AddUser(ctx context.Context, req api.UserAddRequest) (api.UserAddReply, error) {
+	if err := api.ValidateUser(req.Name); err != nil {
+		return api.UserAddReply{}, err
+	}
+	if b.kv == nil {
+		return api.UserAddReply{}, api.Errorf(api.CodeUnavailable, "the broker is not running")
+	}
+	admin := req.Admin || b.IsAdmin(req.Name)
+	creds, err := b.MintCreds(api.RoleUser, req.Name, admin)
+	if err != nil {
+		return api.UserAddReply{}, err
+	}
+	rec, _ := json.Marshal(api.User{Name: req.Name, Admin: req.Admin || req.Name == AdminUser, Created: time.Now().UTC().Truncate(time.Second)})
+	if req.Force {
+		_, err = b.kv.Put(ctx, req.Name, rec)
+	} else {
+		_, err = b.kv.Create(ctx, req.Name, rec)
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return api.UserAddReply{}, api.Errorf(api.CodeConflict, "user %s already exists; add --force to issue new credentials (the old ones stay valid)", req.Name)
+		}
+	}
+	if err != nil {
+		return api.UserAddReply{}, fmt.Errorf("broker: record user %s: %w", req.Name, err)
+	}
+	b.mu.Lock()
+	if req.Admin {
+		b.admins[req.Name] = true
+	}
+	b.mu.Unlock()
+	return api.UserAddReply{Name: req.Name, Admin: admin, Creds: string(creds)}, nil
+}
+
+// Users returns the users recorded in the users bucket, by name.
+func (b *Broker) Users(ctx context.Context) ([]api.User, error) {
+	if b.kv == nil {
+		return nil, api.Errorf(api.CodeUnavailable, "the broker is not running")
+	}
+	lister, err := b.kv.ListKeys(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("broker: list users: %w", err)
+	}
+	defer lister.Stop()
+	var users []api.User
+	for name := range lister.Keys() {
+		e, err := b.kv.Get(ctx, name)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("broker: read user %s: %w", name, err)
+		}
+		var u api.User
+		if err := json.Unmarshal(e.Value(), &u); err != nil {
+			b.log.Warn("bad user record", "user", name, "err", err)
+			continue
+		}
+		users = append(users, u)
+	}
+	slices.SortFunc(users, func(x, y api.User) int {
+		switch {
+		case x.Name < y.Name:
+			return -1
+		case x.Name > y.Name:
+			return 1
+		}
+		return 0
+	})
+	return users, nil
+}
+
+func (b *Broker) loadAdmins(ctx context.Context) error {
+	users, err := b.Users(ctx)
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, u := range users {
+		if u.Admin {
+			b.admins[u.Name] = true
+		}
+	}
+	return nil
+}
+
+// ensureAdminCreds records user admin and writes StateDir/admin.creds
+// (mode 0600) unless it exists.
+func (b *Broker) ensureAdminCreds(ctx context.Context) error {
+	path := b.AdminCredsPath()
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("broker: %w", err)
+	}
+	rep, err := b.AddUser(ctx, api.UserAddRequest{Name: AdminUser, Admin: true, Force: true})
+	if err != nil {
+		return err
+	}
+	if err := writeSecret(path, []byte(rep.Creds)); err != nil {
+		return err
+	}
+	b.log.Info("wrote administrator credentials", "path", path)
+	return nil
+}
+
+// KeyValue opens the key-value bucket cfg.Bucket, creating it or updating its
+// configuration to cfg. A zero cfg.Replicas means Options.Replicas.
+func (b *Broker) KeyValue(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	if cfg.Replicas == 0 {
+		cfg.Replicas = b.opts.Replicas
+	}
+	kv, err := b.js.CreateOrUpdateKeyValue(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("broker: key-value bucket %s: %w", cfg.Bucket, err)
+	}
+	return kv, nil
+}
+
+// Stream opens the stream cfg.Name, creating it or updating its
+// configuration to cfg. A zero cfg.Replicas means Options.Replicas.
+func (b *Broker) Stream(ctx context.Context, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	if cfg.Replicas == 0 {
+		cfg.Replicas = b.opts.Replicas
+	}
+	s, err := b.js.CreateOrUpdateStream(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("broker: stream %s: %w", cfg.Name, err)
+	}
+	return s, nil
+}

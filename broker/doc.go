@@ -1,0 +1,47 @@
+// Package broker is the running Strata process: the NATS server (embedded,
+// or an external cluster), identity and permissions, JetStream state, and the
+// request/reply services of the instances it hosts. It carries out what the
+// scheduling core decides and decides nothing itself.
+//
+// # Lifecycle
+//
+// As in nats-server: New(Options) validates and prepares the state
+// directory, Start starts the embedded server (or connects) and returns when
+// the broker is ready, Shutdown stops everything, WaitForShutdown waits for
+// it. Options' zero values work (an embedded server on 127.0.0.1:4222).
+//
+// # Identity
+//
+// The embedded server runs in NATS decentralized-auth mode. On first start
+// the broker creates an operator, a system account and the STRATA account
+// (seeds under StateDir/keys, mode 0600) and reuses them on every restart,
+// so credentials it issued stay valid. Each user connects with a standard
+// NATS .creds file whose JWT, signed by the STRATA account, lets them publish
+// only on strata.v1.req.USER.> and subscribe only to _INBOX_USER.>;
+// administrators may also publish $SRV.> and read _INBOX.> (so that nats
+// micro ls, info and stats work). The server enforces this, so the user
+// token of a request subject is who sent it: Request.User is trustworthy and
+// payloads never name their sender. Executors get credentials of their own
+// role (strata.v1.exec.NAME.>, _INBOX_exec_NAME.>) from MintCreds. On first
+// start the broker writes StateDir/admin.creds for the user "admin".
+//
+// With an external server (Options.NatsURL), the cluster's operator must
+// trust the STRATA account; the broker mints credentials when it has the
+// account key in StateDir/keys/account.nk.
+//
+// # Services
+//
+// ServeInstance registers one NATS micro service per instance path (named
+// "strata-root-physics") with one endpoint per operation on
+// strata.v1.req.*.PATH.OP, plus the built-in operations (whoami everywhere;
+// user-add and users on root, admins only) and a catch-all that answers an
+// unknown operation with an invalid_argument error listing the valid ones.
+// Each request runs its Handler on a goroutine of its own (at most
+// Options.MaxInflight at once); errors travel as api envelopes with their
+// code; a panic becomes an internal error and the service keeps serving.
+//
+// # State
+//
+// KeyValue and Stream open JetStream buckets and streams with
+// Options.Replicas; the broker keeps its users in the bucket strata_users.
+package broker

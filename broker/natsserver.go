@@ -1,0 +1,155 @@
+package broker
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// startEmbedded starts the in-process NATS server in operator mode with
+// JetStream under StateDir/nats, and waits until it accepts connections.
+func (b *Broker) startEmbedded() error {
+	host, port, err := splitListen(b.opts.Listen)
+	if err != nil {
+		return err
+	}
+	resolver := &server.MemAccResolver{}
+	if err := resolver.Store(b.id.systemPub, b.id.systemJWT); err != nil {
+		return fmt.Errorf("broker: preload system account: %w", err)
+	}
+	if err := resolver.Store(b.id.accountPub, b.id.accountJWT); err != nil {
+		return fmt.Errorf("broker: preload account: %w", err)
+	}
+	sopts := &server.Options{
+		ServerName:             "strata",
+		Host:                   host,
+		Port:                   port,
+		JetStream:              true,
+		StoreDir:               filepath.Join(b.opts.StateDir, "nats"),
+		TrustedOperators:       []*jwt.OperatorClaims{b.id.operatorClaims},
+		SystemAccount:          b.id.systemPub,
+		AccountResolver:        resolver,
+		NoSigs:                 true,
+		DisableJetStreamBanner: true,
+		MaxControlLine:         4096 * 2,
+	}
+	s, err := server.NewServer(sopts)
+	if err != nil {
+		return fmt.Errorf("broker: embedded NATS server: %w", err)
+	}
+	s.SetLoggerV2(natsLogger{b.log.With("component", "nats")}, false, false, false)
+	s.Start()
+	if !s.ReadyForConnections(b.opts.StartTimeout) {
+		s.Shutdown()
+		return fmt.Errorf("broker: embedded NATS server not ready for connections on %s within %v (is the port in use? see the log)", b.opts.Listen, b.opts.StartTimeout)
+	}
+	b.srv = s
+	return nil
+}
+
+// connect opens the broker's own connection: in-process to the embedded
+// server, or to NatsURL.
+func (b *Broker) connect() error {
+	opts := []nats.Option{
+		nats.Name(brokerName),
+		nats.CustomInboxPrefix(brokerInbox),
+		nats.Timeout(b.opts.StartTimeout),
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			if sub != nil {
+				b.log.Warn("NATS error", "subject", sub.Subject, "err", err)
+				return
+			}
+			b.log.Warn("NATS error", "err", err)
+		}),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				b.log.Warn("disconnected from NATS", "err", err)
+			}
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			b.log.Info("reconnected to NATS", "server", nc.ConnectedUrlRedacted())
+		}),
+	}
+	var url string
+	switch {
+	case b.srv != nil:
+		creds, err := b.id.mint(grant{name: brokerName, full: true})
+		if err != nil {
+			return err
+		}
+		opts = append(opts, nats.InProcessServer(b.srv), credsOption(creds))
+	case b.opts.Creds != "":
+		url = b.opts.NatsURL
+		opts = append(opts, nats.UserCredentials(b.opts.Creds), nats.MaxReconnects(-1))
+	case b.id != nil:
+		url = b.opts.NatsURL
+		creds, err := b.id.mint(grant{name: brokerName, full: true})
+		if err != nil {
+			return err
+		}
+		opts = append(opts, credsOption(creds), nats.MaxReconnects(-1))
+	default:
+		return fmt.Errorf("broker: no credentials for %s: set Creds, or put the Strata account key in %s",
+			b.opts.NatsURL, filepath.Join(b.opts.StateDir, keysDir, accountFile))
+	}
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		where := url
+		if where == "" {
+			where = "the embedded server"
+		}
+		return fmt.Errorf("broker: connect to NATS at %s: %w", where, err)
+	}
+	b.nc = nc
+	return nil
+}
+
+// credsOption authenticates with the text of a .creds file held in memory.
+func credsOption(creds []byte) nats.Option {
+	return nats.UserJWT(
+		func() (string, error) { return jwtOf(creds) },
+		func(nonce []byte) ([]byte, error) { return signWith(creds, nonce) },
+	)
+}
+
+// advertised returns host:port for URIs.
+func (b *Broker) advertised() string {
+	if b.opts.Advertise != "" {
+		return b.opts.Advertise
+	}
+	if b.srv == nil {
+		return firstNatsHost(b.opts.NatsURL)
+	}
+	addr, ok := b.srv.Addr().(*net.TCPAddr)
+	if !ok {
+		return b.opts.Listen
+	}
+	host, _, _ := net.SplitHostPort(b.opts.Listen)
+	if host == "" || net.ParseIP(host) != nil && net.ParseIP(host).IsUnspecified() {
+		if h, err := os.Hostname(); err == nil {
+			host = strings.ToLower(h)
+		} else {
+			host = "127.0.0.1"
+		}
+	}
+	return net.JoinHostPort(host, strconv.Itoa(addr.Port))
+}
+
+// natsLogger sends the embedded server's log to slog. Notices (the start-up
+// banner and the like) go to Debug.
+type natsLogger struct{ l *slog.Logger }
+
+func (n natsLogger) Noticef(format string, v ...any) { n.l.Debug(fmt.Sprintf(format, v...)) }
+func (n natsLogger) Warnf(format string, v ...any)   { n.l.Warn(fmt.Sprintf(format, v...)) }
+func (n natsLogger) Fatalf(format string, v ...any)  { n.l.Error(fmt.Sprintf(format, v...)) }
+func (n natsLogger) Errorf(format string, v ...any)  { n.l.Error(fmt.Sprintf(format, v...)) }
+func (n natsLogger) Debugf(format string, v ...any)  { n.l.Debug(fmt.Sprintf(format, v...)) }
+func (n natsLogger) Tracef(format string, v ...any)  { n.l.Debug(fmt.Sprintf(format, v...)) }

@@ -1,0 +1,181 @@
+package broker
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/strata-hpc/strata/api"
+)
+
+// Options configures a Broker. The zero value works: an embedded NATS
+// server on 127.0.0.1:4222 with its state under the default state directory.
+type Options struct {
+	// Listen is the host:port the embedded NATS server accepts clients on.
+	// Default "127.0.0.1:4222". Port 0 picks a free port (see Broker.Addr).
+	// Ignored when NatsURL is set.
+	Listen string
+
+	// Advertise is the host:port put into instance URIs. Default: the
+	// address the embedded server listens on (the host name when it listens
+	// on every interface), or the first server of NatsURL.
+	Advertise string
+
+	// StateDir holds the broker's durable state: signing keys (keys/), the
+	// embedded server's JetStream store (nats/) and admin.creds. Default
+	// $XDG_STATE_HOME/strata, else ~/.local/state/strata. Created with mode
+	// 0700.
+	StateDir string
+
+	// NatsURL, when set, is an external NATS server or cluster to use
+	// instead of the embedded one (comma-separated URLs). The broker then
+	// connects with Creds, or, when Creds is empty, with credentials it
+	// mints from the account key in StateDir/keys/account.nk (which the
+	// cluster's operator must trust).
+	NatsURL string
+	// Creds is the NATS credentials file the broker connects to NatsURL
+	// with. It needs full permissions in the Strata account.
+	Creds string
+
+	// Replicas is the JetStream replica count of the broker's buckets and
+	// streams. Default 1; more needs an external cluster.
+	Replicas int
+
+	// Admins are the user names with administrator rights, in addition to
+	// "admin" (always an admin) and users added with admin rights.
+	Admins []string
+
+	// Version is the broker's semantic version, shown by nats micro.
+	// Default "0.1.0-dev".
+	Version string
+
+	// Logger receives the broker's and the embedded server's log. Default
+	// slog.Default().
+	Logger *slog.Logger
+
+	// StartTimeout bounds how long Start waits for the embedded server or
+	// the external connection. Default 10s.
+	StartTimeout time.Duration
+
+	// MaxInflight bounds the requests being handled at once, over all
+	// instances; a request past it waits in its subscription. Default 1024.
+	MaxInflight int
+}
+
+// Defaults of Options.
+const (
+	DefaultListen      = "127.0.0.1:4222"
+	DefaultVersion     = "0.1.0-dev"
+	DefaultMaxInflight = 1024
+)
+
+// AdminUser is the user that is always an administrator; its credentials
+// are written to StateDir/admin.creds on first start.
+const AdminUser = "admin"
+
+// normalize fills in defaults and validates.
+func (o Options) normalize() (Options, error) {
+	if o.Listen == "" {
+		o.Listen = DefaultListen
+	}
+	if o.NatsURL == "" {
+		if _, _, err := splitListen(o.Listen); err != nil {
+			return o, err
+		}
+	}
+	if o.StateDir == "" {
+		d, err := defaultStateDir()
+		if err != nil {
+			return o, err
+		}
+		o.StateDir = d
+	}
+	abs, err := filepath.Abs(o.StateDir)
+	if err != nil {
+		return o, fmt.Errorf("broker: state dir %s: %w", o.StateDir, err)
+	}
+	o.StateDir = abs
+	switch {
+	case o.Replicas == 0:
+		o.Replicas = 1
+	case o.Replicas < 0 || o.Replicas > 5:
+		return o, fmt.Errorf("broker: replicas must be from 1 to 5, got %d", o.Replicas)
+	case o.Replicas > 1 && o.NatsURL == "":
+		return o, fmt.Errorf("broker: %d replicas need an external NATS cluster (NatsURL); the embedded server is a single node", o.Replicas)
+	}
+	if o.Creds != "" && o.NatsURL == "" {
+		return o, fmt.Errorf("broker: Creds is for an external NATS server; set NatsURL too")
+	}
+	admins := make([]string, 0, len(o.Admins))
+	for _, a := range o.Admins {
+		if err := api.ValidateUser(a); err != nil {
+			return o, fmt.Errorf("broker: admin %q: %w", a, err)
+		}
+		admins = append(admins, a)
+	}
+	o.Admins = admins
+	if o.Version == "" {
+		o.Version = DefaultVersion
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = 10 * time.Second
+	}
+	if o.MaxInflight <= 0 {
+		o.MaxInflight = DefaultMaxInflight
+	}
+	return o, nil
+}
+
+// splitListen parses Listen into the embedded server's host and port (-1 for
+// a random port, as nats-server wants it).
+func splitListen(listen string) (string, int, error) {
+	host, p, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "", 0, fmt.Errorf("broker: listen address %q is not HOST:PORT: %w", listen, err)
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("broker: listen address %q: port must be from 0 to 65535", listen)
+	}
+	if port == 0 {
+		port = -1
+	}
+	return host, port, nil
+}
+
+func defaultStateDir() (string, error) {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "strata"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("broker: no state dir given and no home directory: %w", err)
+	}
+	return filepath.Join(home, ".local", "state", "strata"), nil
+}
+
+// firstNatsHost returns host:port of the first server in a NatsURL list.
+func firstNatsHost(natsURL string) string {
+	first, _, _ := strings.Cut(natsURL, ",")
+	first = strings.TrimSpace(first)
+	if !strings.Contains(first, "://") {
+		first = "nats://" + first
+	}
+	u, err := url.Parse(first)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	if u.Port() == "" {
+		return net.JoinHostPort(u.Hostname(), strconv.Itoa(api.DefaultPort))
+	}
+	return u.Host
+}

@@ -1,0 +1,335 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nats.go"
+
+	"github.com/strata-hpc/strata/api"
+)
+
+// DefaultTimeout is how long Call waits for a reply when its context has no
+// deadline.
+const DefaultTimeout = 30 * time.Second
+
+// Option configures Dial.
+type Option func(*options)
+
+type options struct {
+	creds          string
+	timeout        time.Duration
+	connectTimeout time.Duration
+	name           string
+	natsOpts       []nats.Option
+}
+
+// WithCreds connects with the credentials file at path (see the package
+// documentation for the default).
+func WithCreds(path string) Option { return func(o *options) { o.creds = path } }
+
+// WithTimeout sets how long Call waits for a reply when its context has no
+// deadline. Default DefaultTimeout.
+func WithTimeout(d time.Duration) Option { return func(o *options) { o.timeout = d } }
+
+// WithConnectTimeout bounds the initial connection. Default 5s.
+func WithConnectTimeout(d time.Duration) Option { return func(o *options) { o.connectTimeout = d } }
+
+// WithName sets the connection name the NATS server shows (default
+// "strata-client").
+func WithName(name string) Option { return func(o *options) { o.name = name } }
+
+// WithNATSOptions adds options to the underlying nats.Connect, after the
+// client's own (for example nats.InProcessServer to embed a broker).
+func WithNATSOptions(opts ...nats.Option) Option {
+	return func(o *options) { o.natsOpts = append(o.natsOpts, opts...) }
+}
+
+// Client is a connection to a Strata broker, aimed at one instance. At
+// returns a Client for another instance on the same connection.
+type Client struct {
+	conn *conn
+	uri  api.URI
+}
+
+// conn is the connection the Clients made by At share.
+type conn struct {
+	nc      *nats.Conn
+	user    string
+	host    string
+	creds   string
+	timeout time.Duration
+
+	mu      sync.Mutex
+	waiters map[string]map[*waiter]struct{} // by request subject
+}
+
+type waiter struct{ cancel context.CancelCauseFunc }
+
+// Dial connects to the broker of the instance named by uri (see
+// api.ParseURI; "" means $STRATA_URI, else the local root instance).
+func Dial(uri string, opts ...Option) (*Client, error) {
+	o := options{timeout: DefaultTimeout, connectTimeout: 5 * time.Second, name: "strata-client"}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if uri == "" {
+		uri = os.Getenv(api.EnvURI)
+	}
+	u, err := api.ParseURI(uri)
+	if err != nil {
+		return nil, err
+	}
+	credsPath, err := findCreds(o.creds)
+	if err != nil {
+		return nil, err
+	}
+	name, err := credsUser(credsPath)
+	if err != nil {
+		return nil, err
+	}
+	c := &conn{user: name, host: u.Host, creds: credsPath, timeout: o.timeout, waiters: map[string]map[*waiter]struct{}{}}
+	nopts := append([]nats.Option{
+		nats.Name(o.name),
+		nats.UserCredentials(credsPath),
+		nats.CustomInboxPrefix(api.RoleUser.InboxPrefix(name)),
+		nats.Timeout(o.connectTimeout),
+		nats.ErrorHandler(c.asyncError),
+	}, o.natsOpts...)
+	nc, err := nats.Connect(u.NATSURL(), nopts...)
+	if err != nil {
+		return nil, c.connectError(err)
+	}
+	c.nc = nc
+	return &Client{conn: c, uri: u}, nil
+}
+
+// findCreds picks the credentials file: explicit, $STRATA_CREDS, default.
+func findCreds(explicit string) (string, error) {
+	if explicit != "" {
+		return explicit, nil
+	}
+	if p := os.Getenv(api.EnvCreds); p != "" {
+		return p, nil
+	}
+	p, err := DefaultCredsPath()
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(p); err != nil {
+		return "", api.Errorf(api.CodeUnauthenticated, "no Strata credentials: none given, %s is not set, and %s does not exist; ask an administrator for yours ('strata user add NAME') and save them there", api.EnvCreds, p)
+	}
+	return p, nil
+}
+
+// DefaultCredsPath returns where a user's credentials are looked for when
+// none are given: $XDG_CONFIG_HOME/strata/LOGIN.creds (os.UserConfigDir),
+// LOGIN being the operating-system login name.
+func DefaultCredsPath() (string, error) {
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return "", api.Errorf(api.CodeUnauthenticated, "no Strata credentials given and no configuration directory to look in: %v", err)
+	}
+	login := os.Getenv("USER")
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		login = u.Username
+	}
+	if login == "" {
+		return "", api.Errorf(api.CodeUnauthenticated, "no Strata credentials given and no login name to look them up by; set %s", api.EnvCreds)
+	}
+	return filepath.Join(dir, "strata", login+".creds"), nil
+}
+
+// credsUser reads a .creds file and returns the Strata user name in its JWT.
+func credsUser(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", api.Errorf(api.CodeUnauthenticated, "cannot read Strata credentials: %v", err)
+	}
+	tok, err := jwt.ParseDecoratedJWT(b)
+	if err != nil {
+		return "", api.Errorf(api.CodeUnauthenticated, "%s is not a NATS credentials file: %v", path, err)
+	}
+	uc, err := jwt.DecodeUserClaims(tok)
+	if err != nil {
+		return "", api.Errorf(api.CodeUnauthenticated, "%s is not a NATS credentials file (no valid user JWT): %v", path, err)
+	}
+	if _, err := jwt.ParseDecoratedUserNKey(b); err != nil {
+		return "", api.Errorf(api.CodeUnauthenticated, "%s has no user key: %v", path, err)
+	}
+	for _, tag := range uc.Tags {
+		if role, ok := strings.CutPrefix(tag, api.RoleTag); ok && role != string(api.RoleUser) {
+			return "", api.Errorf(api.CodeUnauthenticated, "%s holds %s credentials for %q, not a user's", path, role, uc.Name)
+		}
+	}
+	if err := api.ValidateUser(uc.Name); err != nil {
+		return "", api.Errorf(api.CodeUnauthenticated, "%s is not Strata user credentials: %v", path, err)
+	}
+	return uc.Name, nil
+}
+
+func (c *conn) connectError(err error) error {
+	switch {
+	case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthExpired), errors.Is(err, nats.ErrAuthRevoked),
+		errors.Is(err, nats.ErrAccountAuthExpired):
+		return api.Errorf(api.CodeUnauthenticated, "the Strata broker at %s refused the credentials in %s (%w): they may be for another broker; ask an administrator for new ones", c.host, c.creds, err)
+	case errors.Is(err, nats.ErrNoServers):
+		return api.Errorf(api.CodeUnavailable, "cannot reach the Strata broker at %s: is 'strata broker start' running? (%w)", c.host, err)
+	}
+	return api.Errorf(api.CodeUnavailable, "cannot connect to the Strata broker at %s: %w", c.host, err)
+}
+
+var publishViolationRe = regexp.MustCompile(`Publish to "([^"]+)"`)
+
+// asyncError routes the server's permission errors to the calls they
+// concern, so that a refused publish fails at once instead of timing out.
+func (c *conn) asyncError(_ *nats.Conn, sub *nats.Subscription, err error) {
+	if !errors.Is(err, nats.ErrPermissionViolation) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m := publishViolationRe.FindStringSubmatch(err.Error()); m != nil {
+		perr := api.Errorf(api.CodePermissionDenied, "permission denied: the server refused %s (user %s) publishing to %s (%w)", c.host, c.user, m[1], err)
+		for w := range c.waiters[m[1]] {
+			w.cancel(perr)
+		}
+		return
+	}
+	if strings.Contains(err.Error(), "Subscription to") {
+		// Replies cannot arrive: fail every call.
+		perr := api.Errorf(api.CodePermissionDenied, "permission denied: the server at %s refused user %s a subscription (%w); are these Strata user credentials?", c.host, c.user, err)
+		for _, ws := range c.waiters {
+			for w := range ws {
+				w.cancel(perr)
+			}
+		}
+	}
+}
+
+func (c *conn) watch(subject string, cancel context.CancelCauseFunc) func() {
+	w := &waiter{cancel: cancel}
+	c.mu.Lock()
+	if c.waiters[subject] == nil {
+		c.waiters[subject] = map[*waiter]struct{}{}
+	}
+	c.waiters[subject][w] = struct{}{}
+	c.mu.Unlock()
+	return func() {
+		c.mu.Lock()
+		delete(c.waiters[subject], w)
+		if len(c.waiters[subject]) == 0 {
+			delete(c.waiters, subject)
+		}
+		c.mu.Unlock()
+	}
+}
+
+// At returns a Client for the instance at path on the same connection.
+// Closing either closes the connection for both.
+func (c *Client) At(path string) (*Client, error) {
+	if err := api.ValidatePath(path); err != nil {
+		return nil, err
+	}
+	return &Client{conn: c.conn, uri: c.uri.WithPath(path)}, nil
+}
+
+// Path returns the instance path the client targets ("root.physics").
+func (c *Client) Path() string { return c.uri.Path }
+
+// URI returns the instance URI the client targets.
+func (c *Client) URI() string { return c.uri.String() }
+
+// User returns the Strata user name of the credentials.
+func (c *Client) User() string { return c.conn.user }
+
+// Close closes the connection (of every Client that shares it).
+func (c *Client) Close() { c.conn.nc.Close() }
+
+// Call sends req (JSON-encoded; nil for no body) to operation op of the
+// client's instance and decodes the reply's data into resp (unless nil).
+// Without a deadline in ctx, the call waits at most the client's timeout.
+// Errors are *api.Error values; see the package documentation.
+func (c *Client) Call(ctx context.Context, op string, req, resp any) error {
+	subject, err := api.RequestSubject(c.conn.user, c.uri.Path, op)
+	if err != nil {
+		return err
+	}
+	return c.call(ctx, subject, op, req, resp)
+}
+
+// Whoami asks the instance who the broker thinks the caller is.
+func (c *Client) Whoami(ctx context.Context) (api.WhoamiReply, error) {
+	var w api.WhoamiReply
+	err := c.Call(ctx, api.OpWhoami, nil, &w)
+	return w, err
+}
+
+func (c *Client) call(ctx context.Context, subject, op string, req, resp any) error {
+	var data []byte
+	if req != nil {
+		var err error
+		if data, err = json.Marshal(req); err != nil {
+			return api.Errorf(api.CodeInvalidArgument, "cannot encode the %s request: %v", op, err)
+		}
+	}
+	if _, ok := ctx.Deadline(); !ok && c.conn.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.conn.timeout)
+		defer cancel()
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer c.conn.watch(subject, cancel)()
+
+	start := time.Now()
+	msg, err := c.conn.nc.RequestMsgWithContext(ctx, &nats.Msg{Subject: subject, Data: data})
+	if err != nil {
+		return c.requestError(ctx, op, err, time.Since(start))
+	}
+	if len(msg.Data) == 0 && msg.Header.Get(api.HeaderErrorCode) != "" {
+		// A micro error reply without a body (not from a Strata broker).
+		return &api.Error{Code: api.Code(msg.Header.Get(api.HeaderErrorCode)), Message: msg.Header.Get(api.HeaderError)}
+	}
+	return api.DecodeReply(msg.Data, resp)
+}
+
+func (c *Client) requestError(ctx context.Context, op string, err error, waited time.Duration) error {
+	if cause := context.Cause(ctx); cause != nil {
+		var ae *api.Error
+		if errors.As(cause, &ae) {
+			return cause
+		}
+	}
+	host, path := c.conn.host, c.uri.Path
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		if path == api.RootPath {
+			return api.Errorf(api.CodeUnavailable, "the Strata broker at %s does not serve %s yet: is it still starting? (%w)", host, path, err)
+		}
+		return api.Errorf(api.CodeNotFound, "no instance %s at %s: it may have ended, or the path is wrong (%w)", path, host, err)
+	case errors.Is(err, context.DeadlineExceeded):
+		if !c.conn.nc.IsConnected() {
+			return api.Errorf(api.CodeUnavailable, "lost the connection to the Strata broker at %s and got no reply to %s within %v: is it running? (%w)", host, op, waited.Round(time.Millisecond), err)
+		}
+		return api.Errorf(api.CodeDeadlineExceeded, "no reply from %s at %s to %s within %v; it may still be carried out (%w)", path, host, op, waited.Round(time.Millisecond), err)
+	case errors.Is(err, context.Canceled):
+		return api.Errorf(api.CodeCanceled, "%s on %s cancelled (%w)", op, path, err)
+	case errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrConnectionDraining):
+		return api.Errorf(api.CodeUnavailable, "the connection to the Strata broker at %s is closed (%w)", host, err)
+	}
+	return api.Errorf(api.CodeUnavailable, "%s on %s at %s failed: %w", op, path, host, err)
+}
+
+// String describes the client for logs.
+func (c *Client) String() string { return fmt.Sprintf("%s as %s", c.uri, c.conn.user) }
