@@ -70,8 +70,19 @@ func MachineUnits(h Header) int {
 
 // headerParser accumulates a Header line by line.
 type headerParser struct {
-	h   Header
-	key string // key of the field that indented lines continue, or ""
+	h     Header
+	key   string   // key of the field that indented lines continue, or ""
+	parts []string // that field's value so far, one entry per line
+}
+
+// flush ends the current field, storing its continued value in Fields
+// (joined once, so long continuations cost linear time).
+func (p *headerParser) flush() {
+	if len(p.parts) > 1 {
+		vs := p.h.Fields[p.key]
+		vs[len(vs)-1] = strings.Join(p.parts, "\n")
+	}
+	p.key, p.parts = "", p.parts[:0]
 }
 
 // add parses one comment line (its first non-blank byte is ';').
@@ -82,18 +93,13 @@ func (p *headerParser) add(line []byte) error {
 	body := strings.TrimLeft(s, " \t\r\v\f")
 	indent := len(s) - len(body)
 	body = strings.TrimRight(body, " \t\r\v\f")
-	if body == "" {
-		p.key = ""
+	if indent >= 2 && p.key != "" && body != "" {
+		p.parts = append(p.parts, body)
 		return nil
 	}
-	if indent >= 2 && p.key != "" {
-		vs := p.h.Fields[p.key]
-		vs[len(vs)-1] += "\n" + body
-		return nil
-	}
+	p.flush()
 	key, val, ok := splitField(body)
 	if !ok {
-		p.key = ""
 		return nil
 	}
 	if p.h.Fields == nil {
@@ -101,7 +107,7 @@ func (p *headerParser) add(line []byte) error {
 	}
 	first := len(p.h.Fields[key]) == 0
 	p.h.Fields[key] = append(p.h.Fields[key], val)
-	p.key = key
+	p.key, p.parts = key, append(p.parts, val)
 	return p.setTyped(key, val, first)
 }
 
@@ -217,6 +223,7 @@ func stringField(h *Header, key string) *string {
 // finish fills the typed string fields from Fields (now that continuation
 // lines are in) and returns the Header.
 func (p *headerParser) finish() Header {
+	p.flush()
 	for _, key := range stringKeys {
 		if vs := p.h.Fields[key]; len(vs) > 0 {
 			*stringField(&p.h, key) = vs[0]

@@ -243,19 +243,25 @@ func TestMalformed(t *testing.T) {
 			"t.swf:2: line longer than 1048576 bytes", ErrLineTooLong},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := readAll(t, []byte(tc.in), "t.swf")
-			var le *LineError
-			if !errors.As(err, &le) {
-				t.Fatalf("error %v (%T), want a *LineError", err, err)
+		for _, compress := range []bool{false, true} {
+			name, data := tc.name, []byte(tc.in)
+			if compress {
+				name, data = name+"/gzip", gz(t, data)
 			}
-			if err.Error() != tc.msg {
-				t.Errorf("message\n got %s\nwant %s", err, tc.msg)
-			}
-			if !errors.Is(err, tc.is) {
-				t.Errorf("errors.Is(%v, %v) = false", err, tc.is)
-			}
-		})
+			t.Run(name, func(t *testing.T) {
+				_, _, err := readAll(t, data, "t.swf")
+				var le *LineError
+				if !errors.As(err, &le) {
+					t.Fatalf("error %v (%T), want a *LineError", err, err)
+				}
+				if err.Error() != tc.msg {
+					t.Errorf("message\n got %s\nwant %s", err, tc.msg)
+				}
+				if !errors.Is(err, tc.is) {
+					t.Errorf("errors.Is(%v, %v) = false", err, tc.is)
+				}
+			})
+		}
 	}
 }
 
@@ -396,5 +402,24 @@ func TestCorruptGzip(t *testing.T) {
 				t.Errorf("error at line %d after %d jobs, want line %d", le.Line, len(jobs), len(jobs)+1)
 			}
 		})
+	}
+}
+
+// TestLongContinuation guards against quadratic joining of continuation
+// lines: 100,000 of them must parse at once.
+func TestLongContinuation(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("; Note: start\n")
+	const n = 100000
+	for range n {
+		b.WriteString(";    more text on a continuation line\n")
+	}
+	b.WriteString("; MaxProcs: 5\n")
+	h, _, err := readAll(t, []byte(b.String()), "long.swf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(h.Fields["Note"][0], "\n"); got != n || h.MaxProcs != 5 || len(h.Raw) != n+2 {
+		t.Errorf("Note has %d newlines, MaxProcs %d, %d raw lines; want %d, 5, %d", got, h.MaxProcs, len(h.Raw), n, n+2)
 	}
 }
