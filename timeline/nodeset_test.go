@@ -57,7 +57,7 @@ func TestNodeSetPanics(t *testing.T) {
 }
 
 func TestNodeSetOps(t *testing.T) {
-	a := Nodes(0, 1, 2, 5, 6, 9)  // {0-2,5-6,9}
+	a := Nodes(0, 1, 2, 5, 6, 9)   // {0-2,5-6,9}
 	b := Nodes(2, 3, 4, 5, 10, 11) // {2-5,10-11}
 	tests := []struct {
 		name string
