@@ -231,7 +231,14 @@ func (s *Service) Stop() error {
 	if s.svc == nil || s.svc.Stopped() {
 		return nil
 	}
-	return s.svc.Stop()
+	if err := s.svc.Stop(); err != nil {
+		return err
+	}
+	// Once Stop returns, the server no longer routes requests here.
+	if s.b.nc.IsConnected() {
+		_ = s.b.nc.Flush()
+	}
+	return nil
 }
 
 func (s *Service) statsOf(op string) any {
