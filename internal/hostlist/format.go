@@ -11,10 +11,11 @@ import (
 // form of the grouping described in the package documentation. Order and
 // repeats in names do not matter; empty names are ignored.
 //
-// How a name is split: among its runs of at most 18 digits, Format takes
-// the one whose (prefix, suffix) is shared by the most names of the set,
-// the rightmost on a tie, so n1-ib and n2-ib become n[1-2]-ib and
-// rack1-n1 ... rack1-n4 become rack1-n[1-4]. A name with no such run is
+// How a name is split: at its last run of at most 18 digits, so
+// rack1-n1 ... rack1-n4 become rack1-n[1-4]. A name that this leaves alone
+// in its group and that has other runs is split instead at the run whose
+// (prefix, suffix) it shares with the most names, the rightmost on a tie,
+// so n1-ib0 and n2-ib0 become n[1-2]-ib0. A name with no such run is
 // written as it is.
 //
 // How padding is kept: a number with leading zeros (007) belongs to the
@@ -29,43 +30,103 @@ import (
 // '.', at most MaxNameLen bytes each, within MaxNames and MaxBytes.
 // Format(nil) is "".
 func Format(names []string) string {
-	set := slices.Clone(names)
-	slices.Sort(set)
-	set = slices.Compact(set)
-	if len(set) > 0 && set[0] == "" {
-		set = set[1:]
-	}
-
-	// How many names could share each (prefix, suffix).
-	splits := make([][]span, len(set))
-	shared := make(map[affix]int)
-	for i, n := range set {
-		splits[i] = digitRuns(n)
-		for _, r := range splits[i] {
-			shared[affix{n[:r.start], n[r.end:]}]++
+	var (
+		literals []string
+		ids      = make(map[affix]int)
+		groups   []fgroup
+	)
+	join := func(a affix, e entry) {
+		id, ok := ids[a]
+		if !ok {
+			id = len(groups)
+			ids[a] = id
+			groups = append(groups, fgroup{affix: a})
 		}
+		groups[id].entries = append(groups[id].entries, e)
 	}
-
-	var out []chunk
-	groups := make(map[affix][]entry)
-	for i, n := range set {
-		best, bestN := span{}, 0
-		for _, r := range splits[i] { // left to right: >= takes the rightmost on a tie
-			if c := shared[affix{n[:r.start], n[r.end:]}]; c >= bestN {
-				best, bestN = r, c
+	// Group by the last run in two passes, to size each group's entries
+	// at once.
+	type split struct {
+		id         int32 // -1: no run
+		start, end int32
+	}
+	splits := make([]split, len(names))
+	var sizes []int
+	for i, n := range names {
+		r, ok := lastRun(n)
+		if !ok {
+			splits[i].id = -1
+			if n != "" {
+				literals = append(literals, n)
 			}
-		}
-		if bestN == 0 {
-			out = append(out, chunk{prefix: n, text: n})
 			continue
 		}
-		a := affix{n[:best.start], n[best.end:]}
-		d := n[best.start:best.end]
-		v, _ := strconv.ParseInt(d, 10, 64)
-		groups[a] = append(groups[a], entry{v: v, digits: d})
+		a := affix{n[:r.start], n[r.end:]}
+		id, ok := ids[a]
+		if !ok {
+			id = len(groups)
+			ids[a] = id
+			groups = append(groups, fgroup{affix: a})
+			sizes = append(sizes, 0)
+		}
+		sizes[id]++
+		splits[i] = split{int32(id), int32(r.start), int32(r.end)}
 	}
-	for a, entries := range groups {
-		out = append(out, compress(a, entries)...)
+	for id, size := range sizes {
+		groups[id].entries = make([]entry, 0, size)
+	}
+	for i, sp := range splits {
+		if sp.id >= 0 {
+			g := &groups[sp.id]
+			g.entries = append(g.entries, newEntry(names[i], span{int(sp.start), int(sp.end)}))
+		}
+	}
+
+	// Take out the names left alone that could split elsewhere, and count
+	// how many names stay with each (prefix, suffix).
+	var loose []string
+	stay := make(map[affix]int, len(groups))
+	for i := range groups {
+		g := &groups[i]
+		slices.SortFunc(g.entries, compareEntries)
+		g.entries = slices.CompactFunc(g.entries, func(x, y entry) bool { return x.digits == y.digits })
+		if len(g.entries) == 1 && len(digitRuns(g.entries[0].name)) > 1 {
+			loose = append(loose, g.entries[0].name)
+			g.entries = nil
+			continue
+		}
+		stay[g.affix] = len(g.entries)
+	}
+	if len(loose) > 0 {
+		shared := make(map[affix]int)
+		for _, n := range loose {
+			for _, r := range digitRuns(n) {
+				shared[affix{n[:r.start], n[r.end:]}]++
+			}
+		}
+		for _, n := range loose {
+			var best span
+			bestN := 0
+			for _, r := range digitRuns(n) { // left to right: >= takes the rightmost on a tie
+				a := affix{n[:r.start], n[r.end:]}
+				if c := shared[a] + stay[a]; c >= bestN {
+					best, bestN = r, c
+				}
+			}
+			join(affix{n[:best.start], n[best.end:]}, newEntry(n, best))
+		}
+	}
+
+	slices.Sort(literals)
+	literals = slices.Compact(literals)
+	out := make([]chunk, 0, len(literals)+len(groups))
+	for _, n := range literals {
+		out = append(out, chunk{prefix: n, text: n})
+	}
+	for _, g := range groups {
+		if len(g.entries) > 0 {
+			out = append(out, compress(g.affix, g.entries)...)
+		}
 	}
 	slices.SortFunc(out, func(x, y chunk) int {
 		return cmp.Or(strings.Compare(x.prefix, y.prefix), strings.Compare(x.suffix, y.suffix),
@@ -81,16 +142,53 @@ func Format(names []string) string {
 	return b.String()
 }
 
+// fgroup is the names that share a prefix and suffix around their number.
+type fgroup struct {
+	affix
+	entries []entry
+}
+
+func newEntry(name string, r span) entry {
+	d := name[r.start:r.end]
+	v, _ := strconv.ParseInt(d, 10, 64)
+	return entry{v: v, digits: d, name: name}
+}
+
+// compareEntries orders entries by value, then by length of digits.
+func compareEntries(x, y entry) int {
+	return cmp.Or(cmp.Compare(x.v, y.v), cmp.Compare(len(x.digits), len(y.digits)))
+}
+
+// lastRun returns the last run of at most maxDigits digits in name.
+func lastRun(name string) (span, bool) {
+	for j := len(name); j > 0; {
+		if c := name[j-1]; c < '0' || c > '9' {
+			j--
+			continue
+		}
+		i := j
+		for i > 0 && '0' <= name[i-1] && name[i-1] <= '9' {
+			i--
+		}
+		if j-i <= maxDigits {
+			return span{i, j}, true
+		}
+		j = i
+	}
+	return span{}, false
+}
+
 // span is a run of digits: name[start:end].
 type span struct{ start, end int }
 
 // affix is what a name has around its number.
 type affix struct{ prefix, suffix string }
 
-// entry is one number of a group, as written.
+// entry is one number of a group, as written, and the name it is in.
 type entry struct {
 	v      int64
 	digits string
+	name   string
 }
 
 // chunk is one comma-separated element of the output; width is 0 for a
@@ -124,9 +222,7 @@ func digitRuns(name string) []span {
 // compress assigns the numbers of one (prefix, suffix) to padding widths
 // and writes one chunk per width.
 func compress(a affix, entries []entry) []chunk {
-	slices.SortFunc(entries, func(x, y entry) int {
-		return cmp.Or(cmp.Compare(x.v, y.v), cmp.Compare(len(x.digits), len(y.digits)))
-	})
+	slices.SortFunc(entries, compareEntries)
 	var padWidths []int // sorted, distinct
 	for _, e := range entries {
 		if padded(e.digits) {
@@ -140,14 +236,14 @@ func compress(a affix, entries []entry) []chunk {
 	// The previous value's assignments: the width of its unpadded entry
 	// (0 if none) and the widths of its padded entries.
 	var (
-		prevV      int64 = -2
-		prevPlain  int
-		prevPadded []int
+		prevV            int64 = -2
+		prevPlain        int
+		prevPadded, pads []int // reused
 	)
 	for i := 0; i < len(entries); {
 		v := entries[i].v
 		plain := 0
-		var pads []int
+		pads = pads[:0]
 		for ; i < len(entries) && entries[i].v == v; i++ {
 			d := entries[i].digits
 			if padded(d) {
@@ -158,7 +254,8 @@ func compress(a affix, entries []entry) []chunk {
 			plain = joinWidth(len(d), v == prevV+1, prevPlain, prevPadded, padWidths)
 			byWidth[plain] = append(byWidth[plain], v)
 		}
-		prevV, prevPlain, prevPadded = v, plain, pads
+		prevV, prevPlain = v, plain
+		prevPadded, pads = pads, prevPadded
 	}
 
 	chunks := make([]chunk, 0, len(byWidth))

@@ -296,6 +296,9 @@ func TestFormat(t *testing.T) {
 		// Several affixes, sorted by prefix then suffix.
 		{[]string{"rack2-n1", "rack1-n2", "rack1-n1", "rack2-n2"}, "rack1-n[1-2],rack2-n[1-2]"},
 		{[]string{"n1-ib0", "n2-ib0"}, "n[1-2]-ib0"},
+		{[]string{"a1b5", "a2b5", "a3b5"}, "a[1-3]b5"},
+		{[]string{"a1b1", "a1b2", "a2b1"}, "a1b[1-2],a2b1"},
+		{[]string{"x1y1", "x2y1", "x3y7"}, "x[1-2]y1,x3y7"},
 		{[]string{"n1-ib", "n1", "n2-ib", "n2"}, "n[1-2],n[1-2]-ib"},
 		{[]string{"gpu1", "cpu1", "cpu2", "login", "gpu2"}, "cpu[1-2],gpu[1-2],login"},
 		{[]string{"n", "n1", "n2"}, "n,n[1-2]"},
