@@ -35,6 +35,7 @@ func newApp() *cli.App {
 		EnableBashCompletion: true,
 		Commands: []*cli.Command{
 			versionCommand(),
+			simCommand(),
 		},
 	}
 }
@@ -49,3 +50,6 @@ func versionCommand() *cli.Command {
 		},
 	}
 }
+
+// usageErr marks an error in the command line itself (exit code 2).
+func usageErr(err error) error { return &exitError{code: 2, err: err} }

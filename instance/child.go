@@ -1,0 +1,80 @@
+package instance
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/strata-hpc/strata/timeline"
+)
+
+// childPath is the path of the child instance of job j: its instance's
+// path and "j" with the job ID (root.j17, root.physics.j42).
+func childPath(j *Job) string { return j.inst.path + ".j" + strconv.FormatInt(int64(j.ID), 10) }
+
+// startChild creates the child instance of child job j on j's nodes and
+// slots, lasting until j's walltime ends.
+func (in *Instance) startChild(now Time, j *Job) {
+	var pools []timeline.Pool
+	for _, name := range sortedKeys(j.Spec.Slots) {
+		pools = append(pools, timeline.Pool{Name: name, Size: j.Spec.Slots[name]})
+	}
+	path := childPath(j)
+	if old, ok := in.sh.insts[path]; ok && old.ended {
+		delete(in.sh.insts, path) // a requeued child job starts afresh
+	}
+	_, err := newInstance(Config{
+		Path: path, Nodes: j.Nodes, Pools: pools, Policy: in.cfg.Policy,
+		DefaultWalltime: min(in.cfg.DefaultWalltime, j.Spec.Walltime), MaxWalltime: j.Spec.Walltime,
+		KillGrace: in.cfg.KillGrace, Origin: now, Horizon: now + Time(j.Spec.Walltime),
+	}, in, in.sh)
+	if err != nil {
+		panic(fmt.Sprintf("instance: child of job %d: %v", j.ID, err))
+	}
+}
+
+// endChild ends the child instance at path after its job ended.
+func (in *Instance) endChild(now Time, path string) {
+	if c, ok := in.sh.insts[path]; ok && !c.ended {
+		c.end(now, "its instance "+path+" ended")
+	}
+}
+
+// end stops an instance: pending jobs are cancelled, running ones are
+// terminated (SIGTERM, SIGKILL after the grace period), and child jobs'
+// instances end with them.
+func (in *Instance) end(now Time, why string) {
+	if in.ended {
+		return
+	}
+	var pend []*Job
+	in.queue.Ascend(func(j *Job) bool {
+		pend = append(pend, j)
+		return true
+	})
+	for _, j := range pend {
+		in.finishPending(now, j, Cancelled, why)
+	}
+	for _, j := range in.runningByID() {
+		if j.endState == 0 || j.endState == Timeout {
+			j.endState, j.endReason = Cancelled, why
+		}
+		in.terminate(now, j)
+	}
+	in.ended = true
+}
+
+// Children returns the paths of the live child instances of this tree.
+func (in *Instance) Children() []string {
+	var out []string
+	for p, c := range in.sh.insts {
+		if c != in && !c.ended {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func fmtTime(t Time) string { return time.Unix(int64(t), 0).UTC().Format(time.RFC3339) }

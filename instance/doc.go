@@ -1,0 +1,46 @@
+// Package instance is Strata's scheduling core: one resource-manager
+// instance (the root, or a child granted part of its parent's resources) as
+// a deterministic, single-threaded state machine in the shape of etcd's raft.
+//
+// # Inputs and outputs
+//
+// Every input is a method call that carries the current time: Submit,
+// Cancel, Update, Exited, Tick, AddResv, RemoveResv. An input either fails,
+// changing nothing, or is applied in full and followed by a scheduling pass.
+// What the runtime must do as a result accumulates as Effects (start job J
+// on nodes N, signal J, start or stop a child instance) together with the
+// IDs of jobs and reservations whose records changed; the driver drains them
+// with Ready and carries them out. NextWake says when the instance next needs
+// a Tick even if nothing else happens (a walltime, a kill grace period, a
+// begin time, a reservation boundary).
+//
+// The package reads no clock, starts no goroutines and does no I/O; job IDs
+// come from an injected generator. The live broker and the trace simulator
+// drive the same code, one with the wall clock, one with a virtual clock.
+//
+// # Scheduling
+//
+// Running jobs, reservations, child grants and the planned starts of
+// protected pending jobs are all spans in one timeline (package timeline).
+// A running job holds its nodes over [start, start+walltime+grace): the
+// scheduler plans with the walltime and the kill grace period, because a
+// job's processes may live that long. Pending jobs are ordered by urgency
+// (higher first), then by submission. A Policy says how many of the first
+// pending jobs that cannot start now get a planned start (a span in the
+// timeline that later jobs must respect) and whether later jobs may
+// backfill: fcfs (one, no backfill), easy (one), conservative (all) and
+// hybrid:N (N). Planned starts only ever move earlier: when resources free
+// up early, planned jobs are compressed one at a time in priority order.
+//
+// Every pending job carries a Reason (why it is not running) and, when it is
+// planned, a PlannedStart; every transition is recorded as an Event with its
+// time and cause, so that a job's whole story can be read back.
+//
+// # Instances
+//
+// The root instance owns the machine. A reservation is a child instance
+// that exists from the reservation's creation (so listed users can queue
+// into it), whose timeline begins at the reservation's start and ends at its
+// end. All instances of one tree share the job ID space, so a job ID names
+// one job broker-wide.
+package instance

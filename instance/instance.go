@@ -1,0 +1,691 @@
+package instance
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"syscall"
+
+	"github.com/google/btree"
+
+	"github.com/strata-hpc/strata/internal/hostlist"
+	"github.com/strata-hpc/strata/timeline"
+)
+
+// Errors callers branch on with errors.Is. Returned errors wrap one of them
+// with a sentence that says what was wrong and what to do.
+var (
+	ErrNotFound   = errors.New("instance: not found")
+	ErrPermission = errors.New("instance: permission denied")
+	ErrInvalid    = errors.New("instance: invalid request")
+	ErrState      = errors.New("instance: not possible in the current state")
+	ErrNoFit      = errors.New("instance: resources not available")
+)
+
+// Actor is who makes a request, as the transport established it.
+type Actor struct {
+	User  string
+	Admin bool
+}
+
+// Config describes a root instance.
+type Config struct {
+	Path            string // instance path; default "root"
+	Nodes           []string
+	Pools           []timeline.Pool // QPU backends and their slots
+	Policy          Policy          // zero value: EASY
+	DefaultWalltime Duration        // default 3600
+	MaxWalltime     Duration        // 0: no maximum
+	KillGrace       Duration        // SIGTERM to SIGKILL; 0 sends both at once
+	Origin          Time            // the instance's birth; nothing is placed before it
+	Horizon         Time            // 0: timeline.MaxTime
+	// NewID returns the next job ID; nil numbers jobs 1, 2, 3, ...
+	NewID func() JobID
+}
+
+// Instance is one resource-manager instance and, for the root, the tree
+// below it. It is not safe for concurrent use.
+type Instance struct {
+	path    string
+	cfg     Config
+	tl      *timeline.Timeline
+	queue   *btree.BTreeG[*Job] // pending jobs by priority
+	run     map[JobID]*Job      // running jobs
+	nplan   int                 // planned jobs
+	freed   bool                // resources freed since the last compression
+	blocked bool                // the last pass left an eligible job waiting
+	parent  *Instance
+	resv    *Resv // the reservation this instance serves, if any
+	ended   bool  // a child whose window or job has ended
+	sh      *shared
+}
+
+// shared is the state of a whole instance tree.
+type shared struct {
+	newID    func() JobID
+	lastID   JobID
+	lastResv int64
+	jobs     map[JobID]*Job
+	deps     map[JobID][]JobID // job -> jobs waiting on it
+	insts    map[string]*Instance
+	resvs    map[string]*Resv
+	wakes    *btree.BTreeG[wake]
+	dirty    map[*Instance]bool
+	out      Ready
+	outJobs  map[JobID]bool
+	outResvs map[string]bool
+}
+
+// wake is a moment at which the tree must act even if nothing happens.
+type wake struct {
+	t    Time
+	kind wakeKind
+	id   int64 // job ID, or reservation sequence
+	name string
+}
+
+type wakeKind uint8
+
+const (
+	wakeDeadline wakeKind = iota // a running job's TERM or KILL deadline
+	wakeResvStart
+	wakeResvEnd
+	wakePlan  // a planned job's start
+	wakeBegin // a pending job's begin time
+)
+
+func wakeLess(a, b wake) bool {
+	if a.t != b.t {
+		return a.t < b.t
+	}
+	if a.kind != b.kind {
+		return a.kind < b.kind
+	}
+	if a.id != b.id {
+		return a.id < b.id
+	}
+	return a.name < b.name
+}
+
+func jobLess(a, b *Job) bool {
+	if a.Spec.Urgency != b.Spec.Urgency {
+		return a.Spec.Urgency > b.Spec.Urgency
+	}
+	return a.ID < b.ID
+}
+
+// New returns a root instance over cfg's resources.
+func New(cfg Config) (*Instance, error) {
+	if cfg.Path == "" {
+		cfg.Path = "root"
+	}
+	sh := &shared{
+		newID:    cfg.NewID,
+		jobs:     make(map[JobID]*Job),
+		deps:     make(map[JobID][]JobID),
+		insts:    make(map[string]*Instance),
+		resvs:    make(map[string]*Resv),
+		wakes:    btree.NewG(16, wakeLess),
+		dirty:    make(map[*Instance]bool),
+		outJobs:  make(map[JobID]bool),
+		outResvs: make(map[string]bool),
+	}
+	return newInstance(cfg, nil, sh)
+}
+
+func newInstance(cfg Config, parent *Instance, sh *shared) (*Instance, error) {
+	if cfg.Policy.Name == "" {
+		cfg.Policy = EASY
+	}
+	if cfg.DefaultWalltime <= 0 {
+		cfg.DefaultWalltime = 3600
+	}
+	if cfg.MaxWalltime > 0 && cfg.DefaultWalltime > cfg.MaxWalltime {
+		cfg.DefaultWalltime = cfg.MaxWalltime
+	}
+	if cfg.KillGrace < 0 {
+		return nil, fmt.Errorf("%w: kill grace period %ds is negative", ErrInvalid, cfg.KillGrace)
+	}
+	if len(cfg.Nodes) == 0 && len(cfg.Pools) == 0 {
+		return nil, fmt.Errorf("%w: instance %s has no nodes and no QPU slots", ErrInvalid, cfg.Path)
+	}
+	tl, err := timeline.New(timeline.Config{Nodes: cfg.Nodes, Pools: cfg.Pools, Origin: cfg.Origin, Horizon: cfg.Horizon})
+	if err != nil {
+		return nil, fmt.Errorf("%w: instance %s: %v", ErrInvalid, cfg.Path, err)
+	}
+	in := &Instance{
+		path:   cfg.Path,
+		cfg:    cfg,
+		tl:     tl,
+		queue:  btree.NewG(16, jobLess),
+		run:    make(map[JobID]*Job),
+		parent: parent,
+		sh:     sh,
+	}
+	sh.insts[cfg.Path] = in
+	return in, nil
+}
+
+// Path returns the instance's path ("root", "root.physics").
+func (in *Instance) Path() string { return in.path }
+
+// Policy returns the instance's queue policy.
+func (in *Instance) Policy() Policy { return in.cfg.Policy }
+
+// Timeline returns a clone of the instance's timeline, for what-if planning
+// and for views; changing it changes nothing in the instance.
+func (in *Instance) Timeline() *timeline.Timeline { return in.tl.Clone() }
+
+// Config returns the instance's configuration.
+func (in *Instance) Config() Config { return in.cfg }
+
+// Child returns the instance at path in this tree.
+func (in *Instance) Child(path string) (*Instance, bool) {
+	c, ok := in.sh.insts[path]
+	return c, ok
+}
+
+// Ready drains the effects and changed records accumulated so far.
+func (in *Instance) Ready() Ready {
+	r := in.sh.out
+	in.sh.out = Ready{}
+	clear(in.sh.outJobs)
+	clear(in.sh.outResvs)
+	return r
+}
+
+// NextWake returns the next instant at which the tree needs a Tick, and
+// false when nothing is due at any future time.
+func (in *Instance) NextWake() (Time, bool) {
+	w, ok := in.sh.wakes.Min()
+	return w.t, ok
+}
+
+// Job returns a copy of job id's record, wherever it lives in the tree.
+func (in *Instance) Job(id JobID) (Job, bool) {
+	j, ok := in.sh.jobs[id]
+	if !ok {
+		return Job{}, false
+	}
+	return j.copy(), true
+}
+
+// Jobs returns copies of the records of the jobs of this instance (not of
+// its children) for which keep returns true, in ID order. A nil keep keeps
+// all.
+func (in *Instance) Jobs(keep func(*Job) bool) []Job {
+	var out []Job
+	for _, j := range in.sh.jobs {
+		if j.inst == in && (keep == nil || keep(j)) {
+			out = append(out, j.copy())
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].ID < out[b].ID })
+	return out
+}
+
+// Forget drops the records of final jobs that ended before t, to bound
+// memory in a long-running broker or a long replay. Jobs still named as a
+// dependency by a pending job are kept.
+func (in *Instance) Forget(before Time) int {
+	n := 0
+	for id, j := range in.sh.jobs {
+		if j.State.Final() && j.End < before && len(in.sh.deps[id]) == 0 {
+			delete(in.sh.jobs, id)
+			n++
+		}
+	}
+	return n
+}
+
+// --- outputs --------------------------------------------------------------
+
+func (sh *shared) emit(e Effect) { sh.out.Effects = append(sh.out.Effects, e) }
+
+func (sh *shared) changed(j *Job) {
+	if !sh.outJobs[j.ID] {
+		sh.outJobs[j.ID] = true
+		sh.out.Jobs = append(sh.out.Jobs, j.ID)
+	}
+}
+
+func (sh *shared) changedResv(name string) {
+	if !sh.outResvs[name] {
+		sh.outResvs[name] = true
+		sh.out.Resvs = append(sh.out.Resvs, name)
+	}
+}
+
+func (in *Instance) transition(now Time, j *Job, st State, reason string) {
+	j.record(now, st, reason)
+	in.sh.changed(j)
+}
+
+// --- inputs ---------------------------------------------------------------
+
+// Submit validates spec and queues a new job in the instance at path (or,
+// when spec.Resv is set, in that reservation's instance). It returns the
+// job's ID. An invalid spec changes nothing.
+func (in *Instance) Submit(now Time, who Actor, path string, spec Spec) (JobID, error) {
+	target, ok := in.sh.insts[path]
+	if !ok {
+		return 0, fmt.Errorf("%w: no instance %s", ErrNotFound, path)
+	}
+	if spec.Resv != "" {
+		r, ok := in.sh.resvs[spec.Resv]
+		if !ok {
+			return 0, fmt.Errorf("%w: no reservation named %q; list them with 'strata resv list'", ErrNotFound, spec.Resv)
+		}
+		if r.child.parent != target && r.child != target {
+			return 0, fmt.Errorf("%w: reservation %q does not belong to instance %s", ErrInvalid, spec.Resv, path)
+		}
+		target = r.child
+	}
+	if target.ended {
+		return 0, fmt.Errorf("%w: instance %s has ended and takes no more jobs", ErrState, target.path)
+	}
+	if r := target.resv; r != nil {
+		if !who.Admin && !r.hasUser(who.User) {
+			return 0, fmt.Errorf("%w: user %s is not on the access list of reservation %s; ask staff to add you (strata resv update %s --add-users %s)", ErrPermission, who.User, r.Name, r.Name, who.User)
+		}
+		spec.Resv = r.Name
+	}
+	spec.User = who.User
+	j, err := target.newJob(now, spec)
+	if err != nil {
+		return 0, err
+	}
+	target.enqueue(now, j)
+	in.settle(now)
+	return j.ID, nil
+}
+
+// newJob validates and normalises spec into a job record, changing nothing.
+func (in *Instance) newJob(now Time, spec Spec) (*Job, error) {
+	if spec.User == "" {
+		return nil, fmt.Errorf("%w: job has no user", ErrInvalid)
+	}
+	if err := in.checkResources(&spec); err != nil {
+		return nil, err
+	}
+	for _, d := range spec.Deps {
+		if _, ok := in.sh.jobs[d.Job]; !ok {
+			return nil, fmt.Errorf("%w: dependency %s:%d names no known job", ErrInvalid, d.Kind, d.Job)
+		}
+	}
+	if spec.Urgency == 0 {
+		spec.Urgency = DefaultUrgency
+	}
+	if spec.Urgency < 1 || spec.Urgency > 31 {
+		return nil, fmt.Errorf("%w: urgency %d is out of range; use 1 (lowest) to 31 (highest)", ErrInvalid, spec.Urgency)
+	}
+	id := in.sh.nextID()
+	j := &Job{ID: id, Path: in.path, Spec: spec, Submit: now, inst: in}
+	return j, nil
+}
+
+func (sh *shared) nextID() JobID {
+	if sh.newID != nil {
+		id := sh.newID()
+		sh.lastID = max(sh.lastID, id)
+		return id
+	}
+	sh.lastID++
+	return sh.lastID
+}
+
+// checkResources fills in defaults and checks that spec could ever run here.
+func (in *Instance) checkResources(spec *Spec) error {
+	if spec.Walltime < 0 {
+		return fmt.Errorf("%w: walltime %ds is negative", ErrInvalid, spec.Walltime)
+	}
+	if spec.Walltime == 0 {
+		spec.Walltime = in.cfg.DefaultWalltime
+	}
+	if m := in.cfg.MaxWalltime; m > 0 && spec.Walltime > m {
+		return fmt.Errorf("%w: walltime %s exceeds this instance's maximum of %s; ask for at most %s", ErrInvalid, fmtDur(spec.Walltime), fmtDur(m), fmtDur(m))
+	}
+	if win := Duration(in.tl.Horizon() - in.tl.Origin()); in.tl.Horizon() != timeline.MaxTime && spec.Walltime+in.cfg.KillGrace > win {
+		return fmt.Errorf("%w: walltime %s does not fit in instance %s, which lasts %s", ErrInvalid, fmtDur(spec.Walltime), in.path, fmtDur(win-in.cfg.KillGrace))
+	}
+	if len(spec.NodeList) > 0 {
+		seen := make(map[string]bool, len(spec.NodeList))
+		for _, n := range spec.NodeList {
+			if _, ok := in.tl.NodeIndex(n); !ok {
+				return fmt.Errorf("%w: node %q is not in instance %s (it has %s)", ErrInvalid, n, in.path, in.nodeList())
+			}
+			if seen[n] {
+				return fmt.Errorf("%w: node %q is listed twice", ErrInvalid, n)
+			}
+			seen[n] = true
+		}
+		spec.Nodes = len(spec.NodeList)
+	} else if spec.Nodes < 0 {
+		return fmt.Errorf("%w: node count %d is negative", ErrInvalid, spec.Nodes)
+	} else if spec.Nodes == 0 && len(spec.Slots) == 0 {
+		spec.Nodes = 1
+	}
+	if spec.Nodes > in.tl.NodeCount() {
+		return fmt.Errorf("%w: %d nodes requested but instance %s has only %d", ErrInvalid, spec.Nodes, in.path, in.tl.NodeCount())
+	}
+	for name, n := range spec.Slots {
+		p, ok := in.tl.PoolIndex(name)
+		if !ok {
+			return fmt.Errorf("%w: no QPU backend %q in instance %s", ErrInvalid, name, in.path)
+		}
+		if n <= 0 {
+			return fmt.Errorf("%w: QPU %s: slot count %d must be at least 1", ErrInvalid, name, n)
+		}
+		if size := in.tl.Pools()[p].Size; n > size {
+			return fmt.Errorf("%w: QPU %s has %d slots here, %d requested", ErrInvalid, name, size, n)
+		}
+	}
+	return nil
+}
+
+func (in *Instance) nodeList() string {
+	names := make([]string, in.tl.NodeCount())
+	for i := range names {
+		names[i] = in.tl.NodeName(i)
+	}
+	return hostlist.Format(names)
+}
+
+// enqueue adds a new or requeued job to the pending queue.
+func (in *Instance) enqueue(now Time, j *Job) {
+	in.sh.jobs[j.ID] = j
+	j.Start, j.End, j.PlannedStart = 0, 0, 0
+	j.Nodes, j.nodeSet = nil, timeline.NodeSet{}
+	j.endState, j.endReason, j.killResv, j.killAt, j.termSent = 0, "", "", 0, false
+	j.blockedBy = ""
+	for _, d := range j.Spec.Deps {
+		in.sh.deps[d.Job] = append(in.sh.deps[d.Job], j.ID)
+	}
+	reason := "submitted"
+	if j.Requeues > 0 {
+		reason = "requeued"
+	}
+	in.transition(now, j, Pending, reason)
+	if j.Spec.Begin > now {
+		in.sh.wakes.ReplaceOrInsert(wake{t: j.Spec.Begin, kind: wakeBegin, id: int64(j.ID)})
+	}
+	if msg, never := in.depState(j); never {
+		in.queue.ReplaceOrInsert(j)
+		in.finishPending(now, j, Cancelled, msg)
+		return
+	} else {
+		j.blockedBy = msg
+	}
+	in.queue.ReplaceOrInsert(j)
+	if !in.considerNew(now, j) {
+		in.dirty()
+	}
+}
+
+func (in *Instance) dirty() { in.sh.dirty[in] = true }
+
+// depState returns why j still waits on a dependency ("" when it does not),
+// and whether the dependency can never be satisfied.
+func (in *Instance) depState(j *Job) (string, bool) {
+	for _, d := range j.Spec.Deps {
+		o := in.sh.jobs[d.Job]
+		if o == nil {
+			continue // forgotten: it ended long ago and satisfied nobody
+		}
+		if !o.State.Final() {
+			return fmt.Sprintf("waiting for job %d to end (%s)", d.Job, d.Kind), false
+		}
+		ok := o.State == Completed
+		switch d.Kind {
+		case AfterOK:
+			if !ok {
+				return fmt.Sprintf("dependency never satisfied: job %d ended %s (afterok)", d.Job, o.State), true
+			}
+		case AfterNotOK:
+			if ok {
+				return fmt.Sprintf("dependency never satisfied: job %d completed (afternotok)", d.Job), true
+			}
+		}
+	}
+	return "", false
+}
+
+// Cancel cancels job id: a pending job ends at once; a running one is sent
+// SIGTERM, then SIGKILL after the grace period, and ends when it exits.
+func (in *Instance) Cancel(now Time, who Actor, id JobID) error {
+	j, err := in.owned(who, id, "cancel")
+	if err != nil {
+		return err
+	}
+	switch {
+	case j.State == Pending:
+		j.inst.finishPending(now, j, Cancelled, "cancelled by "+who.User)
+	case j.State == Running:
+		if j.endState == 0 || j.endState == Timeout {
+			j.endState, j.endReason = Cancelled, "cancelled by "+who.User
+		}
+		j.inst.terminate(now, j)
+	default:
+		return fmt.Errorf("%w: job %d already ended (%s)", ErrState, id, j.State)
+	}
+	in.settle(now)
+	return nil
+}
+
+// owned returns job id if who may act on it.
+func (in *Instance) owned(who Actor, id JobID, verb string) (*Job, error) {
+	j, ok := in.sh.jobs[id]
+	if !ok {
+		return nil, fmt.Errorf("%w: no job %d; list your jobs with 'strata jobs'", ErrNotFound, id)
+	}
+	if !who.Admin && j.Spec.User != who.User {
+		return nil, fmt.Errorf("%w: job %d belongs to %s; you may %s only your own jobs", ErrPermission, id, j.Spec.User, verb)
+	}
+	return j, nil
+}
+
+// finishPending ends a pending job without running it.
+func (in *Instance) finishPending(now Time, j *Job, st State, reason string) {
+	in.unplan(j)
+	in.queue.Delete(j)
+	j.End = now
+	in.transition(now, j, st, reason)
+	in.jobEnded(now, j)
+}
+
+// terminate sends SIGTERM to a running job now and arms the SIGKILL deadline.
+func (in *Instance) terminate(now Time, j *Job) {
+	if j.termSent {
+		return
+	}
+	in.setDeadline(j, now)
+	in.fireDeadline(now, j)
+}
+
+func (in *Instance) setDeadline(j *Job, t Time) {
+	if j.deadline != 0 {
+		in.sh.wakes.Delete(wake{t: j.deadline, kind: wakeDeadline, id: int64(j.ID)})
+	}
+	j.deadline = t
+	if t != 0 {
+		in.sh.wakes.ReplaceOrInsert(wake{t: t, kind: wakeDeadline, id: int64(j.ID)})
+	}
+}
+
+// fireDeadline acts on a running job's deadline: first SIGTERM, then, a
+// grace period later, SIGKILL.
+func (in *Instance) fireDeadline(now Time, j *Job) {
+	if !j.termSent {
+		j.termSent = true
+		if j.endState == 0 {
+			j.endState, j.endReason = Timeout, fmt.Sprintf("walltime %s reached", fmtDur(j.Spec.Walltime))
+		}
+		in.sh.emit(Effect{Kind: SignalJob, Path: in.path, Job: j.ID, Signal: syscall.SIGTERM, Reason: j.endReason})
+		in.setDeadline(j, now+Time(in.cfg.KillGrace))
+		if in.cfg.KillGrace > 0 {
+			return
+		}
+	}
+	in.setDeadline(j, 0)
+	in.sh.emit(Effect{Kind: SignalJob, Path: in.path, Job: j.ID, Signal: syscall.SIGKILL, Reason: j.endReason})
+}
+
+// Exit is how a job's processes ended.
+type Exit struct {
+	Code   int    // exit status; meaningful when Signal is empty
+	Signal string // the signal that killed it ("SIGKILL"), if any
+	Lost   bool   // the runtime lost track of it (its node or the broker died)
+	Err    string // why it could not be started or was lost
+}
+
+// Exited records that running job id's processes have ended.
+func (in *Instance) Exited(now Time, id JobID, e Exit) error {
+	j, ok := in.sh.jobs[id]
+	if !ok || j.State != Running {
+		return fmt.Errorf("%w: job %d is not running", ErrState, id)
+	}
+	o := j.inst
+	o.release(now, j)
+	j.End = now
+	j.ExitCode, j.Signal = e.Code, e.Signal
+	st, reason := j.endState, j.endReason
+	switch {
+	case st != 0:
+		// cancelled, timed out or killed: the cause was decided when signalled
+	case e.Lost:
+		st, reason = Failed, "lost: "+e.Err
+		if j.Spec.Requeue {
+			st = Killed
+		}
+	case e.Err != "":
+		st, reason = Failed, "could not start: "+e.Err
+	case e.Signal != "":
+		st, reason = Failed, "killed by "+e.Signal
+	case e.Code == 0:
+		st, reason = Completed, "exited with code 0"
+	default:
+		st, reason = Failed, fmt.Sprintf("exited with code %d", e.Code)
+	}
+	o.transition(now, j, st, reason)
+	if st == Killed && (j.Spec.Requeue || o.requeueKilled(j)) && !o.ended {
+		j.Requeues++
+		o.enqueue(now, j)
+	} else {
+		o.jobEnded(now, j)
+	}
+	if j.Spec.Child {
+		in.endChild(now, childPath(j))
+	}
+	in.settle(now)
+	return nil
+}
+
+func (in *Instance) requeueKilled(j *Job) bool {
+	if j.killResv == "" {
+		return false
+	}
+	r := in.sh.resvs[j.killResv]
+	return r != nil && r.RequeueKilled
+}
+
+// release frees a running job's resources.
+func (in *Instance) release(now Time, j *Job) {
+	if err := in.tl.Remove(spanOf(j.ID)); err != nil {
+		panic(fmt.Sprintf("instance: running job %d has no span: %v", j.ID, err))
+	}
+	delete(in.run, j.ID)
+	in.setDeadline(j, 0)
+	in.freed = true
+	in.dirty()
+}
+
+// jobEnded resolves the jobs that depend on j.
+func (in *Instance) jobEnded(now Time, j *Job) {
+	waiting := in.sh.deps[j.ID]
+	delete(in.sh.deps, j.ID)
+	for _, wid := range waiting {
+		w := in.sh.jobs[wid]
+		if w == nil || w.State != Pending {
+			continue
+		}
+		msg, never := w.inst.depState(w)
+		if never {
+			w.inst.finishPending(now, w, Cancelled, msg)
+			continue
+		}
+		w.blockedBy = msg
+		w.inst.dirty()
+	}
+}
+
+// Tick advances the tree to now: deadlines, begin times, planned starts and
+// reservation boundaries that are due are acted on.
+func (in *Instance) Tick(now Time) {
+	for {
+		w, ok := in.sh.wakes.Min()
+		if !ok || w.t > now {
+			break
+		}
+		in.sh.wakes.DeleteMin()
+		switch w.kind {
+		case wakeDeadline:
+			j := in.sh.jobs[JobID(w.id)]
+			if j != nil && j.State == Running && j.deadline == w.t {
+				j.deadline = 0
+				j.inst.fireDeadline(now, j)
+			}
+		case wakeResvStart:
+			if r := in.sh.resvs[w.name]; r != nil {
+				in.startResv(now, r)
+			}
+		case wakeResvEnd:
+			if r := in.sh.resvs[w.name]; r != nil {
+				in.endResv(now, r)
+			}
+		case wakePlan, wakeBegin:
+			if j := in.sh.jobs[JobID(w.id)]; j != nil && j.State == Pending {
+				j.inst.dirty()
+			}
+		}
+	}
+	in.settle(now)
+}
+
+// settle runs a scheduling pass on every instance that needs one, parents
+// before children, until none does.
+func (in *Instance) settle(now Time) {
+	for len(in.sh.dirty) > 0 {
+		insts := make([]*Instance, 0, len(in.sh.dirty))
+		for i := range in.sh.dirty {
+			insts = append(insts, i)
+		}
+		clear(in.sh.dirty)
+		sort.Slice(insts, func(a, b int) bool { return insts[a].path < insts[b].path })
+		for _, i := range insts {
+			i.schedule(now)
+		}
+	}
+}
+
+// spanOf is the timeline span of a job (running or planned).
+func spanOf(id JobID) timeline.SpanID { return timeline.SpanID(id) }
+
+func fmtDur(d Duration) string {
+	if d%86400 == 0 && d > 0 {
+		return fmt.Sprintf("%dd", d/86400)
+	}
+	h, m, s := d/3600, d/60%60, d%60
+	switch {
+	case h > 0 && s == 0 && m == 0:
+		return fmt.Sprintf("%dh", h)
+	case h > 0 && s == 0:
+		return fmt.Sprintf("%dh%dm", h, m)
+	case h > 0:
+		return fmt.Sprintf("%dh%dm%ds", h, m, s)
+	case m > 0 && s == 0:
+		return fmt.Sprintf("%dm", m)
+	case m > 0:
+		return fmt.Sprintf("%dm%ds", m, s)
+	}
+	return fmt.Sprintf("%ds", s)
+}

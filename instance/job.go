@@ -1,0 +1,162 @@
+package instance
+
+import (
+	"fmt"
+
+	"github.com/strata-hpc/strata/timeline"
+)
+
+// Time is an instant in whole seconds; Duration a length in whole seconds.
+// They are the timeline's types, so that the core and its index agree.
+type (
+	Time     = timeline.Time
+	Duration = timeline.Duration
+)
+
+// JobID names one job in an instance tree. IDs are positive.
+type JobID int64
+
+// State is where a job is in its life. A job is pending until it starts,
+// running until its processes exit, then in one of the final states. A
+// killed or lost job that asked to be requeued goes back to pending.
+type State uint8
+
+const (
+	Pending State = iota
+	Running
+	Completed // exited with code 0
+	Failed    // exited non-zero, or could not be started
+	Cancelled // by its owner or an admin, or its dependency can never be met
+	Timeout   // reached its walltime and was terminated
+	Killed    // terminated because a reservation took its nodes
+)
+
+var stateNames = [...]string{"pending", "running", "completed", "failed", "cancelled", "timeout", "killed"}
+
+// String returns the state as the lower-case word the CLI and API show.
+func (s State) String() string {
+	if int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return fmt.Sprintf("state(%d)", s)
+}
+
+// ParseState reads a state word as String writes it.
+func ParseState(s string) (State, error) {
+	for i, n := range stateNames {
+		if n == s {
+			return State(i), nil
+		}
+	}
+	return 0, fmt.Errorf("instance: unknown job state %q: use pending, running, completed, failed, cancelled, timeout or killed", s)
+}
+
+// Final reports whether the state is one a job never leaves (requeue aside).
+func (s State) Final() bool { return s >= Completed }
+
+// DepKind says when a dependency is satisfied.
+type DepKind uint8
+
+const (
+	AfterOK    DepKind = iota // the other job completed with exit code 0
+	AfterAny                  // the other job reached any final state
+	AfterNotOK                // the other job ended in a final state other than completed
+)
+
+var depNames = [...]string{"afterok", "afterany", "afternotok"}
+
+func (k DepKind) String() string { return depNames[k] }
+
+// Dep is one dependency of a job on another job of the same tree.
+type Dep struct {
+	Kind DepKind
+	Job  JobID
+}
+
+// Spec is what a user asks for. Zero values mean "the default".
+type Spec struct {
+	User     string
+	Name     string
+	Nodes    int            // number of nodes; ignored when NodeList is set
+	NodeList []string       // exactly these nodes
+	Walltime Duration       // 0: the instance's default
+	Slots    map[string]int // QPU slots per backend
+	Resv     string         // run inside this reservation
+	Begin    Time           // not before this instant (0: no constraint)
+	Deps     []Dep
+	Hold     bool
+	Requeue  bool // requeue when killed by a reservation or lost
+	Urgency  int  // 0..31, default 16; higher runs first
+	Child    bool // the job is a child instance (batch, alloc)
+}
+
+// DefaultUrgency is the urgency of a job that does not say.
+const DefaultUrgency = 16
+
+// Event is one step of a job's story.
+type Event struct {
+	Time   Time
+	State  State
+	Reason string
+}
+
+// Job is a job's record. The instance owns it; callers get copies from Job
+// and Jobs, and must not keep pointers into the instance.
+type Job struct {
+	ID     JobID
+	Path   string // the instance the job belongs to
+	Spec   Spec   // normalised: Walltime, Urgency and Nodes are filled in
+	State  State
+	Reason string // why the job is pending, or how it ended
+
+	Submit       Time
+	Start        Time // 0 until started
+	End          Time // 0 until final
+	PlannedStart Time // 0 when not planned
+	Nodes        []string
+	ExitCode     int
+	Signal       string // the signal that ended it, if any
+	Requeues     int
+	Events       []Event
+
+	// scheduling state, not part of the record callers see
+	inst      *Instance
+	nodeSet   timeline.NodeSet
+	planned   bool // holds a planned span in the timeline
+	deadline  Time // next TERM or KILL deadline while running (0: none)
+	termSent  bool // TERM already sent for the current deadline
+	endState  State
+	endReason string
+	killResv  string // the reservation that will kill this job at killAt
+	killAt    Time
+	blockedBy string // dependency reason while blocked
+	wait      waitKind
+	waitErr   error
+}
+
+func (j *Job) record(now Time, st State, reason string) {
+	j.State = st
+	j.wait = waitNew
+	j.Reason = reason
+	j.Events = append(j.Events, Event{Time: now, State: st, Reason: reason})
+}
+
+// copy returns a copy of the record safe to hand to callers.
+func (j *Job) copy() Job {
+	c := *j
+	if j.State == Pending && j.inst != nil {
+		c.Reason = j.inst.pendingReason(j)
+	}
+	c.Events = append([]Event(nil), j.Events...)
+	c.Nodes = append([]string(nil), j.Nodes...)
+	c.Spec.NodeList = append([]string(nil), j.Spec.NodeList...)
+	c.Spec.Deps = append([]Dep(nil), j.Spec.Deps...)
+	if j.Spec.Slots != nil {
+		c.Spec.Slots = make(map[string]int, len(j.Spec.Slots))
+		for k, v := range j.Spec.Slots {
+			c.Spec.Slots[k] = v
+		}
+	}
+	c.inst = nil
+	return c
+}

@@ -1,0 +1,338 @@
+package instance
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/strata-hpc/strata/internal/hostlist"
+	"github.com/strata-hpc/strata/resv"
+	"github.com/strata-hpc/strata/timeline"
+)
+
+// Resv is a reservation as the core holds it: the validated spec, the nodes
+// chosen for it, its state, and the child instance that serves it.
+type Resv struct {
+	resv.Spec
+	Path      string   // the child instance's path, root.NAME
+	Parent    string   // the instance that granted it
+	NodeNames []string // the nodes it holds
+	State     resv.State
+	Created   Time
+	Killed    []JobID // jobs killed at its start
+	seq       int64
+	child     *Instance
+}
+
+func (r *Resv) hasUser(u string) bool { return r.HasUser(u) }
+
+// resvSpanBase separates reservation spans from job spans in the timeline.
+const resvSpanBase = timeline.SpanID(1) << 62
+
+// Resv returns a copy of reservation name.
+func (in *Instance) Resv(name string) (Resv, bool) {
+	r, ok := in.sh.resvs[name]
+	if !ok {
+		return Resv{}, false
+	}
+	return r.copy(), true
+}
+
+// Resvs returns copies of all reservations, by start then name.
+func (in *Instance) Resvs() []Resv {
+	out := make([]Resv, 0, len(in.sh.resvs))
+	for _, r := range in.sh.resvs {
+		out = append(out, r.copy())
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if out[a].Start != out[b].Start {
+			return out[a].Start < out[b].Start
+		}
+		return out[a].Name < out[b].Name
+	})
+	return out
+}
+
+func (r *Resv) copy() Resv {
+	c := *r
+	c.Users = append([]string(nil), r.Users...)
+	c.NodeList = append([]string(nil), r.NodeList...)
+	c.NodeNames = append([]string(nil), r.NodeNames...)
+	c.Killed = append([]JobID(nil), r.Killed...)
+	c.child = nil
+	return c
+}
+
+// AddResv creates a reservation in this instance (admins only). In drain
+// mode the window must be free of running work and other reservations; in
+// kill mode running jobs in the way are marked to be killed at its start.
+// Pending jobs' plans move out of the way. On any error nothing changes.
+func (in *Instance) AddResv(now Time, who Actor, spec resv.Spec) (Resv, error) {
+	if !who.Admin {
+		return Resv{}, fmt.Errorf("%w: only admins create reservations", ErrPermission)
+	}
+	if err := spec.Validate(now); err != nil {
+		return Resv{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if _, dup := in.sh.resvs[spec.Name]; dup {
+		return Resv{}, fmt.Errorf("%w: a reservation named %q already exists; choose another --name", ErrInvalid, spec.Name)
+	}
+	if _, clash := in.sh.insts[in.path+"."+spec.Name]; clash {
+		return Resv{}, fmt.Errorf("%w: instance %s.%s already exists; choose another --name", ErrInvalid, in.path, spec.Name)
+	}
+	js := Spec{Nodes: spec.Nodes, NodeList: spec.NodeList, Slots: spec.Slots, Walltime: 1}
+	if err := in.checkResources(&js); err != nil {
+		return Resv{}, err
+	}
+	req := in.request(&Job{Spec: js})
+	plan, err := in.PlanResv(spec)
+	if err != nil {
+		return Resv{}, err
+	}
+	_ = req
+
+	// Commit: plans move out of the way, victims are cut short at the start.
+	in.unplanAll()
+	for _, id := range plan.Kill {
+		j := in.sh.jobs[id]
+		if err := in.tl.Truncate(spanOf(id), spec.Start); err != nil {
+			panic(fmt.Sprintf("instance: cannot cut job %d short for reservation %s: %v", id, spec.Name, err))
+		}
+		j.killResv, j.killAt = spec.Name, spec.Start
+	}
+	in.sh.lastResv++
+	r := &Resv{Spec: spec, Path: in.path + "." + spec.Name, Parent: in.path, State: resv.Pending, Created: now, seq: in.sh.lastResv}
+	r.NodeNames = in.names(plan.Nodes)
+	sp := timeline.Span{ID: resvSpanBase + timeline.SpanID(r.seq), Tag: 1, Start: spec.Start, End: spec.End, Nodes: plan.Nodes, Slots: req.Slots}
+	if err := in.tl.Add(sp); err != nil {
+		panic(fmt.Sprintf("instance: reservation %s does not fit where it was planned: %v", spec.Name, err))
+	}
+	var pools []timeline.Pool
+	for _, name := range sortedKeys(spec.Slots) {
+		pools = append(pools, timeline.Pool{Name: name, Size: spec.Slots[name]})
+	}
+	child, err := newInstance(Config{
+		Path: r.Path, Nodes: r.NodeNames, Pools: pools, Policy: in.cfg.Policy,
+		DefaultWalltime: in.cfg.DefaultWalltime, MaxWalltime: in.cfg.MaxWalltime,
+		KillGrace: in.cfg.KillGrace, Origin: spec.Start, Horizon: spec.End,
+	}, in, in.sh)
+	if err != nil {
+		panic(fmt.Sprintf("instance: child of reservation %s: %v", spec.Name, err))
+	}
+	child.resv = r
+	r.child = child
+	in.sh.resvs[spec.Name] = r
+	in.sh.wakes.ReplaceOrInsert(wake{t: spec.Start, kind: wakeResvStart, id: r.seq, name: r.Name})
+	in.sh.wakes.ReplaceOrInsert(wake{t: spec.End, kind: wakeResvEnd, id: r.seq, name: r.Name})
+	in.sh.changedResv(r.Name)
+	in.dirty()
+	in.settle(now)
+	return r.copy(), nil
+}
+
+// ResvPlan is where a reservation would go and what it would cost.
+type ResvPlan struct {
+	Nodes timeline.NodeSet
+	Kill  []JobID // running jobs that would be killed at the start
+}
+
+// PlanResv decides the nodes of a reservation without changing anything:
+// in drain mode nodes free of running work and other reservations
+// throughout the window (pending jobs' plans do not count: they move); in
+// kill mode, where no such nodes exist, nodes whose running jobs would be
+// killed, choosing the fewest jobs. The error of a refused drain names the
+// earliest window that would work.
+func (in *Instance) PlanResv(spec resv.Spec) (ResvPlan, error) {
+	js := Spec{Nodes: spec.Nodes, NodeList: spec.NodeList, Slots: spec.Slots, Walltime: 1}
+	if err := in.checkResources(&js); err != nil {
+		return ResvPlan{}, err
+	}
+	req := in.request(&Job{Spec: js})
+	base := in.tl.Clone()
+	in.queue.Ascend(func(j *Job) bool {
+		if j.planned {
+			base.Remove(spanOf(j.ID))
+		}
+		return true
+	})
+	dur := Duration(spec.End - spec.Start)
+	if nodes, ok := base.Fits(req, spec.Start, dur); ok {
+		return ResvPlan{Nodes: nodes}, nil
+	}
+	if spec.Overlap == resv.Kill {
+		// Without the running jobs that are in the way (their spans cut
+		// at the start), find nodes; then keep only the victims there.
+		cut := base.Clone()
+		var cands []*Job
+		base.Overlapping(timeline.NodeSet{}, spec.Start, spec.End, func(s timeline.Span) bool {
+			if j := in.run[JobID(s.ID)]; j != nil && s.ID < resvSpanBase {
+				cands = append(cands, j)
+			}
+			return true
+		})
+		for _, j := range cands {
+			cut.Truncate(spanOf(j.ID), spec.Start)
+		}
+		nodes, ok := cut.Fits(in.killFirst(req, cands, base, spec), spec.Start, dur)
+		if ok {
+			var kill []JobID
+			for _, j := range cands {
+				if j.nodeSet.Overlaps(nodes) {
+					kill = append(kill, j.ID)
+				}
+			}
+			sort.Slice(kill, func(a, b int) bool { return kill[a] < kill[b] })
+			return ResvPlan{Nodes: nodes, Kill: kill}, nil
+		}
+	}
+	t, _, err := base.EarliestFit(req, spec.Start, dur)
+	if err != nil {
+		if errors.Is(err, timeline.ErrNoFit) || errors.Is(err, timeline.ErrPastHorizon) {
+			return ResvPlan{}, fmt.Errorf("%w: %s cannot be had for %s from %s, and no later window fits", ErrNoFit, in.resourceText(&Job{Spec: js}), fmtDur(dur), fmtTime(spec.Start))
+		}
+		return ResvPlan{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	how := "other reservations or running jobs hold them"
+	if spec.Overlap == resv.Drain {
+		how += " (use --overlap kill to take the window anyway)"
+	}
+	return ResvPlan{}, fmt.Errorf("%w: %s are not free for %s from %s: %s; the earliest window that works starts at %s", ErrNoFit, in.resourceText(&Job{Spec: js}), fmtDur(dur), fmtTime(spec.Start), how, fmtTime(t))
+}
+
+// killFirst restricts a kill-mode node request so that nodes free of
+// running jobs are preferred: when enough free nodes exist after the cut,
+// the request is limited to the nodes whose victims are fewest.
+func (in *Instance) killFirst(req timeline.Request, cands []*Job, base *timeline.Timeline, spec resv.Spec) timeline.Request {
+	if req.Nodes == 0 || !req.NodeSet.IsEmpty() {
+		return req
+	}
+	free := base.FreeNodes(spec.Start, spec.End)
+	if free.Len() >= req.Nodes {
+		return req
+	}
+	// Add victims' nodes one job at a time, smallest jobs first, until
+	// enough nodes are in reach: fewest node-hours lost for the count.
+	sort.Slice(cands, func(a, b int) bool {
+		na, nb := cands[a].nodeSet.Len(), cands[b].nodeSet.Len()
+		if na != nb {
+			return na > nb // big jobs first: fewest jobs killed
+		}
+		return cands[a].ID < cands[b].ID
+	})
+	within := free
+	for _, j := range cands {
+		if within.Len() >= req.Nodes {
+			break
+		}
+		within = within.Union(j.nodeSet)
+	}
+	req.Within = within
+	return req
+}
+
+func (in *Instance) unplanAll() {
+	in.queue.Ascend(func(j *Job) bool {
+		in.unplan(j)
+		return true
+	})
+}
+
+// startResv activates a reservation: jobs in its way are sent SIGTERM and
+// its child instance starts scheduling.
+func (in *Instance) startResv(now Time, r *Resv) {
+	if r.State != resv.Pending {
+		return
+	}
+	p := in.sh.insts[r.Parent]
+	r.State = resv.Active
+	for _, j := range p.runningByID() {
+		if j.killResv != r.Name {
+			continue
+		}
+		on := hostlist.Format(p.names(j.nodeSet.Intersect(p.resvNodes(r))))
+		j.endState, j.endReason = Killed, fmt.Sprintf("killed: reservation %s started on %s", r.Name, on)
+		r.Killed = append(r.Killed, j.ID)
+		p.terminate(now, j)
+		in.sh.changed(j)
+	}
+	in.sh.emit(Effect{Kind: StartChild, Path: p.path, ChildPath: r.Path, Nodes: r.NodeNames, Reason: "reservation " + r.Name + " started"})
+	in.sh.changedResv(r.Name)
+	r.child.dirty()
+}
+
+func (in *Instance) resvNodes(r *Resv) timeline.NodeSet {
+	idx := make([]int, len(r.NodeNames))
+	for i, n := range r.NodeNames {
+		idx[i], _ = in.tl.NodeIndex(n)
+	}
+	return timeline.Nodes(idx...)
+}
+
+func (in *Instance) runningByID() []*Job {
+	out := make([]*Job, 0, len(in.run))
+	for _, j := range in.run {
+		out = append(out, j)
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].ID < out[b].ID })
+	return out
+}
+
+// endResv closes a reservation at its end: its child instance stops.
+func (in *Instance) endResv(now Time, r *Resv) {
+	if r.State != resv.Active && r.State != resv.Pending {
+		return
+	}
+	r.State = resv.Ended
+	in.closeResv(now, r, "reservation "+r.Name+" ended")
+}
+
+// RemoveResv deletes a reservation (admins only): before its start the
+// window is freed and jobs marked to die for it are spared; during it, the
+// child instance ends now as if the window were over.
+func (in *Instance) RemoveResv(now Time, who Actor, name string) error {
+	if !who.Admin {
+		return fmt.Errorf("%w: only admins delete reservations", ErrPermission)
+	}
+	r, ok := in.sh.resvs[name]
+	if !ok {
+		return fmt.Errorf("%w: no reservation named %q; list them with 'strata resv list'", ErrNotFound, name)
+	}
+	if r.State != resv.Pending && r.State != resv.Active {
+		return fmt.Errorf("%w: reservation %s is already %s", ErrState, name, r.State)
+	}
+	r.State = resv.Cancelled
+	in.closeResv(now, r, "reservation "+r.Name+" was deleted")
+	in.settle(now)
+	return nil
+}
+
+func (in *Instance) closeResv(now Time, r *Resv, why string) {
+	p := in.sh.insts[r.Parent]
+	in.sh.wakes.Delete(wake{t: r.Start, kind: wakeResvStart, id: r.seq, name: r.Name})
+	in.sh.wakes.Delete(wake{t: r.End, kind: wakeResvEnd, id: r.seq, name: r.Name})
+	p.tl.Remove(resvSpanBase + timeline.SpanID(r.seq))
+	// Jobs that were to be killed at a start that will not come are spared.
+	for _, j := range p.runningByID() {
+		if j.killResv == r.Name && !j.termSent {
+			j.killResv, j.killAt = "", 0
+			p.tl.Extend(spanOf(j.ID), j.Start+Time(p.hold(j)))
+		}
+	}
+	wasActive := !r.child.ended && now >= r.Start
+	r.child.end(now, why)
+	if wasActive {
+		in.sh.emit(Effect{Kind: StopChild, Path: p.path, ChildPath: r.Path, Reason: why})
+	}
+	p.freed = true
+	p.dirty()
+	in.sh.changedResv(r.Name)
+}
+
+func sortedKeys(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,347 @@
+package instance
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/strata-hpc/strata/internal/hostlist"
+	"github.com/strata-hpc/strata/resv"
+	"github.com/strata-hpc/strata/timeline"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden scenario files in testdata/")
+
+// TestScenarios runs the scripts in testdata/*.txt. Each line is a command;
+// the lines starting with "> " after it are what the command printed: the
+// core's decisions and the reasons it gives. Run with -update to rewrite
+// them after a deliberate change, and read the diff.
+//
+// Commands:
+//
+//	machine nodes=HOSTLIST [qpu=NAME:N,...] [policy=P] [grace=S] [default=S] [max=S]
+//	at T submit USER [n=N] [nodes=HOSTLIST] [t=S] [resv=R] [begin=T] [afterok=ID,..]
+//	         [afterany=..] [afternotok=..] [hold] [requeue] [urgency=N] [qpu=NAME:N] [child] [path=P]
+//	at T exit ID [code=C] [signal=SIG] [lost]
+//	at T cancel USER ID | at T hold USER ID | at T release USER ID | at T move USER ID RESV
+//	at T tick
+//	at T resv NAME start=T end=T (n=N|nodes=HOSTLIST) [users=a,b] [overlap=kill] [requeue] [grace=S]
+//	at T rmresv NAME
+//	show ID | jobs [PATH] | resvs
+//
+// USER "admin" acts as an admin.
+func TestScenarios(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*.txt")
+	if len(files) == 0 {
+		t.Fatal("no scenarios in testdata/")
+	}
+	for _, f := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out strings.Builder
+			s := &scenario{t: t}
+			for _, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
+				if strings.HasPrefix(line, "> ") || line == ">" {
+					continue
+				}
+				out.WriteString(line + "\n")
+				if line == "" || strings.HasPrefix(line, "#") {
+					continue
+				}
+				for _, o := range s.run(line) {
+					out.WriteString(strings.TrimRight("> "+o, " ") + "\n")
+				}
+			}
+			if *update {
+				if err := os.WriteFile(f, []byte(out.String()), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if got := out.String(); got != string(data) {
+				t.Errorf("scenario %s differs (run with -update and read the diff):\n%s", f, diff(string(data), got))
+			}
+		})
+	}
+}
+
+func diff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := 0; i < len(w) || i < len(g); i++ {
+		var a, b string
+		if i < len(w) {
+			a = w[i]
+		}
+		if i < len(g) {
+			b = g[i]
+		}
+		if a != b {
+			return fmt.Sprintf("line %d:\n  want: %s\n  got:  %s", i+1, a, b)
+		}
+	}
+	return ""
+}
+
+type scenario struct {
+	t  *testing.T
+	in *Instance
+}
+
+func actor(u string) Actor { return Actor{User: u, Admin: u == "admin"} }
+
+func kv(args []string) (map[string]string, []string) {
+	m := map[string]string{}
+	var pos []string
+	for _, a := range args {
+		if k, v, ok := strings.Cut(a, "="); ok {
+			m[k] = v
+		} else if a == "hold" || a == "requeue" || a == "child" || a == "lost" {
+			m[a] = "true"
+		} else {
+			pos = append(pos, a)
+		}
+	}
+	return m, pos
+}
+
+func atoi(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		panic(err)
+	}
+	return n
+}
+
+func ids(s string) []Dep { return nil }
+
+func (s *scenario) run(line string) (out []string) {
+	defer func() {
+		if r := recover(); r != nil {
+			out = append(out, fmt.Sprintf("PANIC: %v", r))
+		}
+	}()
+	f := strings.Fields(line)
+	switch f[0] {
+	case "machine":
+		m, _ := kv(f[1:])
+		nodes, err := hostlist.Parse(m["nodes"])
+		if err != nil {
+			return []string{"error: " + err.Error()}
+		}
+		cfg := Config{Nodes: nodes}
+		if q := m["qpu"]; q != "" {
+			for _, p := range strings.Split(q, ",") {
+				n, c, _ := strings.Cut(p, ":")
+				cfg.Pools = append(cfg.Pools, timeline.Pool{Name: n, Size: atoi(c)})
+			}
+		}
+		if p := m["policy"]; p != "" {
+			pol, err := ParsePolicy(p)
+			if err != nil {
+				return []string{"error: " + err.Error()}
+			}
+			cfg.Policy = pol
+		}
+		if g := m["grace"]; g != "" {
+			cfg.KillGrace = Duration(atoi(g))
+		}
+		if d := m["default"]; d != "" {
+			cfg.DefaultWalltime = Duration(atoi(d))
+		}
+		if d := m["max"]; d != "" {
+			cfg.MaxWalltime = Duration(atoi(d))
+		}
+		in, err := New(cfg)
+		if err != nil {
+			return []string{"error: " + err.Error()}
+		}
+		s.in = in
+		return nil
+	case "show":
+		j, ok := s.in.Job(JobID(atoi(f[1])))
+		if !ok {
+			return []string{"no such job"}
+		}
+		out = append(out, jobLine(j))
+		for _, e := range j.Events {
+			out = append(out, fmt.Sprintf("  %d %s: %s", e.Time, e.State, e.Reason))
+		}
+		return out
+	case "jobs":
+		path := "root"
+		if len(f) > 1 {
+			path = f[1]
+		}
+		c, ok := s.in.Child(path)
+		if !ok {
+			return []string{"no instance " + path}
+		}
+		for _, j := range c.Jobs(nil) {
+			out = append(out, jobLine(j))
+		}
+		return out
+	case "resvs":
+		for _, r := range s.in.Resvs() {
+			out = append(out, fmt.Sprintf("%s %s [%d,%d) %s users=%s killed=%v", r.Name, r.State, r.Start, r.End,
+				hostlist.Format(r.NodeNames), strings.Join(r.Users, ","), r.Killed))
+		}
+		return out
+	case "at":
+		now := Time(atoi(f[1]))
+		out = s.at(now, f[2], f[3:])
+		for _, e := range s.in.Ready().Effects {
+			out = append(out, effectLine(e))
+		}
+		return out
+	}
+	return []string{"unknown command " + f[0]}
+}
+
+func (s *scenario) at(now Time, cmd string, args []string) []string {
+	in := s.in
+	m, pos := kv(args)
+	errOut := func(err error) []string {
+		if err != nil {
+			return []string{"error: " + err.Error()}
+		}
+		return nil
+	}
+	switch cmd {
+	case "tick":
+		in.Tick(now)
+		return nil
+	case "submit":
+		spec := Spec{Name: m["name"], Resv: m["resv"], Hold: m["hold"] == "true", Requeue: m["requeue"] == "true", Child: m["child"] == "true"}
+		if v := m["n"]; v != "" {
+			spec.Nodes = atoi(v)
+		}
+		if v := m["nodes"]; v != "" {
+			names, err := hostlist.Parse(v)
+			if err != nil {
+				return errOut(err)
+			}
+			spec.NodeList = names
+		}
+		if v := m["t"]; v != "" {
+			spec.Walltime = Duration(atoi(v))
+		}
+		if v := m["begin"]; v != "" {
+			spec.Begin = Time(atoi(v))
+		}
+		if v := m["urgency"]; v != "" {
+			spec.Urgency = atoi(v)
+		}
+		for kind, key := range map[DepKind]string{AfterOK: "afterok", AfterAny: "afterany", AfterNotOK: "afternotok"} {
+			if v := m[key]; v != "" {
+				for _, id := range strings.Split(v, ",") {
+					spec.Deps = append(spec.Deps, Dep{Kind: kind, Job: JobID(atoi(id))})
+				}
+			}
+		}
+		if q := m["qpu"]; q != "" {
+			spec.Slots = map[string]int{}
+			for _, p := range strings.Split(q, ",") {
+				n, c, _ := strings.Cut(p, ":")
+				spec.Slots[n] = atoi(c)
+			}
+		}
+		path := "root"
+		if p := m["path"]; p != "" {
+			path = p
+		}
+		id, err := in.Submit(now, actor(pos[0]), path, spec)
+		if err != nil {
+			return errOut(err)
+		}
+		return []string{fmt.Sprintf("job %d submitted", id)}
+	case "exit":
+		e := Exit{Signal: m["signal"], Lost: m["lost"] == "true"}
+		if v := m["code"]; v != "" {
+			e.Code = atoi(v)
+		}
+		return errOut(in.Exited(now, JobID(atoi(pos[0])), e))
+	case "cancel":
+		return errOut(in.Cancel(now, actor(pos[0]), JobID(atoi(pos[1]))))
+	case "hold", "release":
+		h := cmd == "hold"
+		return errOut(in.Update(now, actor(pos[0]), JobID(atoi(pos[1])), Update{Hold: &h}))
+	case "move":
+		r := ""
+		if len(pos) > 2 {
+			r = pos[2]
+		}
+		return errOut(in.Update(now, actor(pos[0]), JobID(atoi(pos[1])), Update{Resv: &r}))
+	case "resv":
+		spec := resv.Spec{Name: pos[0], Start: Time(atoi(m["start"])), End: Time(atoi(m["end"])), RequeueKilled: m["requeue"] == "true"}
+		if v := m["n"]; v != "" {
+			spec.Nodes = atoi(v)
+		}
+		if v := m["nodes"]; v != "" {
+			names, err := hostlist.Parse(v)
+			if err != nil {
+				return errOut(err)
+			}
+			spec.NodeList = names
+		}
+		if v := m["users"]; v != "" {
+			spec.Users = strings.Split(v, ",")
+		}
+		if v := m["grace"]; v != "" {
+			spec.Grace = Duration(atoi(v))
+		}
+		if m["overlap"] == "kill" {
+			spec.Overlap = resv.Kill
+		}
+		who := "admin"
+		if v := m["as"]; v != "" {
+			who = v
+		}
+		r, err := in.AddResv(now, actor(who), spec)
+		if err != nil {
+			return errOut(err)
+		}
+		return []string{fmt.Sprintf("resv %s on %s", r.Name, hostlist.Format(r.NodeNames))}
+	case "rmresv":
+		who := "admin"
+		if v := m["as"]; v != "" {
+			who = v
+		}
+		return errOut(in.RemoveResv(now, actor(who), pos[0]))
+	}
+	return []string{"unknown command " + cmd}
+}
+
+func jobLine(j Job) string {
+	nodes := "-"
+	if len(j.Nodes) > 0 {
+		nodes = hostlist.Format(j.Nodes)
+	}
+	s := fmt.Sprintf("job %d %s %s %s %s", j.ID, j.Path, j.Spec.User, j.State, nodes)
+	if j.PlannedStart != 0 {
+		s += fmt.Sprintf(" planned=%d", j.PlannedStart)
+	}
+	return s + ": " + j.Reason
+}
+
+func effectLine(e Effect) string {
+	switch e.Kind {
+	case StartJob:
+		s := fmt.Sprintf("start job %d on %s", e.Job, hostlist.Format(e.Nodes))
+		if e.ChildPath != "" {
+			s += " as instance " + e.ChildPath
+		}
+		return s
+	case SignalJob:
+		return fmt.Sprintf("signal job %d %s: %s", e.Job, SignalName(e.Signal), e.Reason)
+	case StartChild, StopChild:
+		return fmt.Sprintf("%s %s: %s", e.Kind, e.ChildPath, e.Reason)
+	}
+	return fmt.Sprint(e)
+}

@@ -1,0 +1,300 @@
+package instance
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/strata-hpc/strata/internal/hostlist"
+	"github.com/strata-hpc/strata/timeline"
+)
+
+// request is what job j asks of this instance's timeline.
+func (in *Instance) request(j *Job) timeline.Request {
+	var req timeline.Request
+	if len(j.Spec.NodeList) > 0 {
+		idx := make([]int, len(j.Spec.NodeList))
+		for i, n := range j.Spec.NodeList {
+			idx[i], _ = in.tl.NodeIndex(n)
+		}
+		req.NodeSet = timeline.Nodes(idx...)
+	} else {
+		req.Nodes = j.Spec.Nodes
+	}
+	if len(j.Spec.Slots) > 0 {
+		req.Slots = make([]int, len(in.tl.Pools()))
+		for name, n := range j.Spec.Slots {
+			p, _ := in.tl.PoolIndex(name)
+			req.Slots[p] = n
+		}
+	}
+	return req
+}
+
+// hold is how long a job holds its resources: its walltime and the kill
+// grace period during which its processes may still be alive.
+func (in *Instance) hold(j *Job) Duration { return j.Spec.Walltime + in.cfg.KillGrace }
+
+// notBefore is the earliest instant j may start, given its begin time and
+// the instance's own start.
+func (in *Instance) notBefore(now Time, j *Job) Time {
+	t := max(now, in.tl.Origin())
+	if j.Spec.Begin > t {
+		t = j.Spec.Begin
+	}
+	return t
+}
+
+// schedule is one scheduling pass: compress the plans if resources were
+// freed, then walk the queue in priority order, starting what can start
+// now and planning the protected jobs.
+func (in *Instance) schedule(now Time) {
+	if in.ended {
+		return
+	}
+	if in.freed {
+		in.compress(now)
+		in.freed = false
+	}
+	w := walk{free: in.freeNodesAt(now)}
+	in.queue.Ascend(func(j *Job) bool {
+		in.consider(now, j, &w)
+		return true
+	})
+	for _, j := range w.started {
+		in.queue.Delete(j)
+	}
+	in.blocked = w.blocked
+}
+
+// walk is the state of one pass over the queue.
+type walk struct {
+	protected int    // jobs ahead holding a planned start
+	blocked   bool   // a job ahead could not start (fcfs stops there)
+	free      int    // nodes free now, an upper bound for any start now
+	started   []*Job // to remove from the queue after the walk
+}
+
+// consider decides about pending job j in a pass: start it now, give it a
+// planned start, or leave it waiting, and note why.
+func (in *Instance) consider(now Time, j *Job, w *walk) {
+	pol := in.cfg.Policy
+	switch {
+	case j.Spec.Hold:
+		in.unplan(j)
+		j.wait = waitHeld
+		return
+	case j.blockedBy != "":
+		in.unplan(j)
+		j.wait = waitDep
+		return
+	case w.blocked && !pol.Backfill:
+		in.unplan(j)
+		j.wait = waitFCFS
+		return
+	}
+	if j.planned {
+		if j.PlannedStart <= now {
+			// A plan starting now was already counted in free.
+			if in.startPlanned(now, j) {
+				w.started = append(w.started, j)
+				return
+			}
+		} else if w.protected < pol.Depth {
+			w.protected++
+			w.blocked = true
+			j.wait = waitPlanned
+			return
+		}
+		in.unplan(j)
+	}
+	if in.notBefore(now, j) == now && j.Spec.Nodes <= w.free {
+		if nodes, ok := in.tl.Fits(in.request(j), now, in.hold(j)); ok {
+			in.start(now, j, nodes)
+			w.free -= j.Spec.Nodes
+			w.started = append(w.started, j)
+			return
+		}
+	}
+	w.blocked = true
+	if w.protected < pol.Depth {
+		w.protected++
+		in.plan(now, j)
+		return
+	}
+	j.wait = waitResources
+	j.PlannedStart = 0
+}
+
+// considerNew places a job just added at the end of the queue without a
+// whole pass, when nothing else changed since the last one: every job
+// ahead of it was already placed as well as it could be, and a job added
+// behind them cannot change that. It reports false when a pass is needed.
+func (in *Instance) considerNew(now Time, j *Job) bool {
+	if in.sh.dirty[in] || in.freed || in.ended {
+		return false
+	}
+	if last, ok := in.queue.Max(); !ok || last != j {
+		return false
+	}
+	w := walk{protected: in.nplan, blocked: in.blocked, free: in.freeNodesAt(now)}
+	in.consider(now, j, &w)
+	for _, s := range w.started {
+		in.queue.Delete(s)
+	}
+	in.blocked = w.blocked
+	return true
+}
+
+// freeNodesAt is the number of nodes free at instant t: an upper bound on
+// what any job starting at t can have, used to skip hopeless fits cheaply.
+func (in *Instance) freeNodesAt(t Time) int {
+	n, _ := in.tl.FreeAt(t)
+	return n
+}
+
+func (in *Instance) resourceText(j *Job) string {
+	s := fmt.Sprintf("%d nodes", j.Spec.Nodes)
+	if j.Spec.Nodes == 1 {
+		s = "1 node"
+	}
+	if len(j.Spec.NodeList) > 0 {
+		s = hostlist.Format(j.Spec.NodeList)
+	}
+	for _, name := range sortedKeys(j.Spec.Slots) {
+		s += fmt.Sprintf(" and %d %s slots", j.Spec.Slots[name], name)
+	}
+	return s
+}
+
+// plan gives j a planned start: the earliest window that respects every
+// running job, reservation and earlier plan.
+func (in *Instance) plan(now Time, j *Job) {
+	t, nodes, err := in.tl.EarliestFit(in.request(j), in.notBefore(now, j), in.hold(j))
+	if err != nil {
+		j.wait, j.waitErr = waitNoFit, err
+		j.PlannedStart = 0
+		return
+	}
+	in.placePlan(j, t, nodes)
+	j.wait = waitPlanned
+}
+
+func (in *Instance) placePlan(j *Job, t Time, nodes timeline.NodeSet) {
+	sp := timeline.Span{ID: spanOf(j.ID), Start: t, End: t + Time(in.hold(j)), Nodes: nodes, Slots: in.request(j).Slots}
+	if err := in.tl.Add(sp); err != nil {
+		panic(fmt.Sprintf("instance: planned span of job %d does not fit where EarliestFit put it: %v", j.ID, err))
+	}
+	if !j.planned {
+		in.nplan++
+	}
+	j.planned = true
+	j.PlannedStart = t
+	j.nodeSet = nodes
+	in.sh.wakes.ReplaceOrInsert(wake{t: t, kind: wakePlan, id: int64(j.ID)})
+}
+
+// unplan removes j's planned start, if it has one.
+func (in *Instance) unplan(j *Job) {
+	if !j.planned {
+		return
+	}
+	if err := in.tl.Remove(spanOf(j.ID)); err != nil {
+		panic(fmt.Sprintf("instance: planned job %d has no span: %v", j.ID, err))
+	}
+	in.sh.wakes.Delete(wake{t: j.PlannedStart, kind: wakePlan, id: int64(j.ID)})
+	j.planned = false
+	j.PlannedStart = 0
+	j.nodeSet = timeline.NodeSet{}
+	in.nplan--
+}
+
+// compress moves planned jobs earlier, one at a time in order of planned
+// start (then priority), after resources were freed, as Mu'alem and
+// Feitelson's conservative backfilling does. A job is re-placed with its own
+// plan removed, so its old window is still free and its start can only move
+// earlier; going by planned start lets a job use the room that the jobs
+// planned before it just left.
+func (in *Instance) compress(now Time) {
+	if in.nplan == 0 {
+		return
+	}
+	planned := make([]*Job, 0, in.nplan)
+	in.queue.Ascend(func(j *Job) bool {
+		if j.planned {
+			planned = append(planned, j)
+		}
+		return len(planned) < in.nplan
+	})
+	sort.SliceStable(planned, func(a, b int) bool { return planned[a].PlannedStart < planned[b].PlannedStart })
+	for _, j := range planned {
+		old := j.PlannedStart
+		if old <= in.notBefore(now, j) {
+			continue // cannot move earlier
+		}
+		if err := in.tl.Remove(spanOf(j.ID)); err != nil {
+			panic(fmt.Sprintf("instance: planned job %d has no span: %v", j.ID, err))
+		}
+		t, nodes, err := in.tl.EarliestFit(in.request(j), in.notBefore(now, j), in.hold(j))
+		if err != nil || t > old {
+			t, nodes = old, j.nodeSet
+		}
+		in.sh.wakes.Delete(wake{t: old, kind: wakePlan, id: int64(j.ID)})
+		j.planned = false
+		in.nplan--
+		in.placePlan(j, t, nodes)
+	}
+}
+
+// startPlanned starts a planned job whose planned start has come. Its
+// planned span becomes its running span when the start is exactly now;
+// after a late wake it is re-fitted at now.
+func (in *Instance) startPlanned(now Time, j *Job) bool {
+	nodes := j.nodeSet
+	late := j.PlannedStart != now
+	in.unplan(j)
+	if late {
+		ns, ok := in.tl.Fits(in.request(j), now, in.hold(j))
+		if !ok {
+			return false
+		}
+		nodes = ns
+	}
+	in.start(now, j, nodes)
+	return true
+}
+
+// start runs pending job j on nodes from now on.
+func (in *Instance) start(now Time, j *Job, nodes timeline.NodeSet) {
+	sp := timeline.Span{ID: spanOf(j.ID), Start: now, End: now + Time(in.hold(j)), Nodes: nodes, Slots: in.request(j).Slots}
+	if err := in.tl.Add(sp); err != nil {
+		panic(fmt.Sprintf("instance: job %d does not fit where the scheduler put it: %v", j.ID, err))
+	}
+	in.sh.wakes.Delete(wake{t: j.Spec.Begin, kind: wakeBegin, id: int64(j.ID)})
+	j.nodeSet = nodes
+	j.Nodes = in.names(nodes)
+	j.Start = now
+	j.PlannedStart = 0
+	in.run[j.ID] = j
+	in.setDeadline(j, now+Time(j.Spec.Walltime))
+	// The nodes are in the record; formatting them here for every start
+	// would cost more than the rest of the decision.
+	reason := "started"
+	in.transition(now, j, Running, reason)
+	e := Effect{Kind: StartJob, Path: in.path, Job: j.ID, Nodes: j.Nodes, Reason: reason}
+	if j.Spec.Child {
+		e.ChildPath = childPath(j)
+		in.startChild(now, j)
+	}
+	in.sh.emit(e)
+}
+
+func (in *Instance) names(s timeline.NodeSet) []string {
+	out := make([]string, 0, s.Len())
+	s.Runs(func(lo, hi int) bool {
+		for i := lo; i < hi; i++ {
+			out = append(out, in.tl.NodeName(i))
+		}
+		return true
+	})
+	return out
+}

@@ -1,0 +1,138 @@
+package instance
+
+import (
+	"fmt"
+)
+
+// Update changes a job. Nil or zero fields are left alone.
+type Update struct {
+	Hold     *bool    // hold (true) or release (false)
+	Walltime Duration // a new walltime (pending jobs only)
+	Begin    *Time    // a new begin time (pending jobs only)
+	Resv     *string  // move into this reservation; "" moves it out (pending jobs only)
+	Urgency  int      // a new urgency, 1..31
+	Deps     *[]Dep   // replace the dependencies (pending jobs only)
+}
+
+// Update applies u to job id: to its owner or an admin; moving a job into a
+// reservation also needs the owner on its access list (admins may move any
+// job). All checks come first: on any error nothing changes.
+func (in *Instance) Update(now Time, who Actor, id JobID, u Update) error {
+	j, err := in.owned(who, id, "update")
+	if err != nil {
+		return err
+	}
+	if j.State != Pending {
+		return fmt.Errorf("%w: job %d is %s; only pending jobs can be updated", ErrState, id, j.State)
+	}
+	target := j.inst
+	spec := j.Spec
+	if u.Resv != nil {
+		if *u.Resv == "" {
+			target = in.sh.insts[in.rootOf(j.inst).path]
+			if j.inst.resv != nil {
+				target = in.sh.insts[j.inst.resv.Parent]
+			}
+			spec.Resv = ""
+		} else {
+			r, ok := in.sh.resvs[*u.Resv]
+			if !ok {
+				return fmt.Errorf("%w: no reservation named %q; list them with 'strata resv list'", ErrNotFound, *u.Resv)
+			}
+			if r.child.ended {
+				return fmt.Errorf("%w: reservation %s has ended", ErrState, r.Name)
+			}
+			if !who.Admin && !r.HasUser(j.Spec.User) {
+				return fmt.Errorf("%w: user %s is not on the access list of reservation %s", ErrPermission, j.Spec.User, r.Name)
+			}
+			target, spec.Resv = r.child, r.Name
+		}
+	}
+	if u.Walltime < 0 {
+		return fmt.Errorf("%w: walltime %ds is negative", ErrInvalid, u.Walltime)
+	}
+	if u.Walltime > 0 {
+		spec.Walltime = u.Walltime
+	}
+	if u.Begin != nil {
+		spec.Begin = *u.Begin
+	}
+	if u.Hold != nil {
+		spec.Hold = *u.Hold
+	}
+	if u.Urgency != 0 {
+		if u.Urgency < 1 || u.Urgency > 31 {
+			return fmt.Errorf("%w: urgency %d is out of range; use 1 (lowest) to 31 (highest)", ErrInvalid, u.Urgency)
+		}
+		spec.Urgency = u.Urgency
+	}
+	if u.Deps != nil {
+		for _, d := range *u.Deps {
+			if _, ok := in.sh.jobs[d.Job]; !ok || d.Job == id {
+				return fmt.Errorf("%w: dependency %s:%d names no other known job", ErrInvalid, d.Kind, d.Job)
+			}
+		}
+		spec.Deps = append([]Dep(nil), (*u.Deps)...)
+	}
+	if err := target.checkResources(&spec); err != nil {
+		return err
+	}
+
+	// Commit.
+	src := j.inst
+	src.unplan(j)
+	src.queue.Delete(j)
+	src.dirty()
+	if u.Deps != nil {
+		in.dropDeps(j)
+	}
+	j.Spec = spec
+	j.inst, j.Path = target, target.path
+	if u.Deps != nil {
+		for _, d := range spec.Deps {
+			in.sh.deps[d.Job] = append(in.sh.deps[d.Job], j.ID)
+		}
+		msg, never := target.depState(j)
+		j.blockedBy = msg
+		if never {
+			target.queue.ReplaceOrInsert(j)
+			target.finishPending(now, j, Cancelled, msg)
+			in.settle(now)
+			return nil
+		}
+	}
+	if spec.Begin > now {
+		in.sh.wakes.ReplaceOrInsert(wake{t: spec.Begin, kind: wakeBegin, id: int64(j.ID)})
+	}
+	target.queue.ReplaceOrInsert(j)
+	target.dirty()
+	in.sh.changed(j)
+	j.Events = append(j.Events, Event{Time: now, State: Pending, Reason: "updated by " + who.User})
+	in.settle(now)
+	return nil
+}
+
+func (in *Instance) rootOf(i *Instance) *Instance {
+	for i.parent != nil {
+		i = i.parent
+	}
+	return i
+}
+
+// dropDeps removes j from the dependents lists of the jobs it waited on.
+func (in *Instance) dropDeps(j *Job) {
+	for _, d := range j.Spec.Deps {
+		ws := in.sh.deps[d.Job]
+		for k, w := range ws {
+			if w == j.ID {
+				ws = append(ws[:k], ws[k+1:]...)
+				break
+			}
+		}
+		if len(ws) == 0 {
+			delete(in.sh.deps, d.Job)
+		} else {
+			in.sh.deps[d.Job] = ws
+		}
+	}
+}

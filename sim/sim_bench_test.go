@@ -1,0 +1,76 @@
+package sim
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/strata-hpc/strata/instance"
+	"github.com/strata-hpc/strata/internal/swf"
+)
+
+// workloads returns ../shared/data/workloads relative to the repository
+// root, or skips the test when it is absent (a clone of the repository
+// alone).
+func workloads(tb testing.TB) string {
+	tb.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			tb.Skip("no go.mod above the test directory")
+		}
+		dir = up
+	}
+	w := filepath.Join(dir, "..", "shared", "data", "workloads")
+	if _, err := os.Stat(w); err != nil {
+		tb.Skipf("workload traces not found at %s (they live in ../shared beside the repository): %v", w, err)
+	}
+	return w
+}
+
+func loadTrace(tb testing.TB, name string, limit int) ([]swf.SimJob, int) {
+	tb.Helper()
+	r, err := swf.Open(filepath.Join(workloads(tb), name))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer r.Close()
+	jobs, units, _, err := Load(r, 0, limit)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return jobs, units
+}
+
+const ctc = "CTC-SP2-1996-3.1-cln.swf.gz"
+
+// BenchmarkCTC replays the full CTC-SP2 trace (77,222 jobs, 338 units).
+// Targets: easy <= 2 s, conservative <= 10 s, <= 1 KiB per job.
+func BenchmarkCTC(b *testing.B) {
+	for _, pol := range []instance.Policy{instance.EASY, instance.Conservative} {
+		b.Run("policy="+pol.Name, func(b *testing.B) {
+			limit := 0
+			if testing.Short() {
+				limit = 5000
+			}
+			jobs, units := loadTrace(b, ctc, limit)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				res, err := Run(jobs, units, Config{Policy: pol})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(res.Utilization, "utilization")
+			}
+			b.ReportMetric(float64(len(jobs)), "jobs")
+		})
+	}
+}
