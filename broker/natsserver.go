@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
@@ -45,11 +46,21 @@ func (b *Broker) startEmbedded() error {
 	if err != nil {
 		return fmt.Errorf("broker: embedded NATS server: %w", err)
 	}
-	s.SetLoggerV2(natsLogger{b.log.With("component", "nats")}, false, false, false)
+	fatal := make(chan string, 1)
+	s.SetLoggerV2(natsLogger{l: b.log.With("component", "nats"), fatal: fatal}, false, false, false)
 	s.Start()
-	if !s.ReadyForConnections(b.opts.StartTimeout) {
-		s.Shutdown()
-		return fmt.Errorf("broker: embedded NATS server not ready for connections on %s within %v (is the port in use? see the log)", b.opts.Listen, b.opts.StartTimeout)
+	deadline := time.Now().Add(b.opts.StartTimeout)
+	for !s.ReadyForConnections(50 * time.Millisecond) {
+		select {
+		case msg := <-fatal:
+			s.Shutdown()
+			return fmt.Errorf("broker: embedded NATS server on %s: %s", b.opts.Listen, msg)
+		default:
+		}
+		if time.Now().After(deadline) {
+			s.Shutdown()
+			return fmt.Errorf("broker: embedded NATS server not ready for connections on %s within %v; see the log", b.opts.Listen, b.opts.StartTimeout)
+		}
 	}
 	b.srv = s
 	return nil
@@ -144,12 +155,25 @@ func (b *Broker) advertised() string {
 }
 
 // natsLogger sends the embedded server's log to slog. Notices (the start-up
-// banner and the like) go to Debug.
-type natsLogger struct{ l *slog.Logger }
+// banner and the like) go to Debug. The first fatal error also goes to fatal,
+// so that Start fails at once (nats-server does not exit the process when a
+// custom logger is set).
+type natsLogger struct {
+	l     *slog.Logger
+	fatal chan<- string
+}
 
 func (n natsLogger) Noticef(format string, v ...any) { n.l.Debug(fmt.Sprintf(format, v...)) }
 func (n natsLogger) Warnf(format string, v ...any)   { n.l.Warn(fmt.Sprintf(format, v...)) }
-func (n natsLogger) Fatalf(format string, v ...any)  { n.l.Error(fmt.Sprintf(format, v...)) }
 func (n natsLogger) Errorf(format string, v ...any)  { n.l.Error(fmt.Sprintf(format, v...)) }
 func (n natsLogger) Debugf(format string, v ...any)  { n.l.Debug(fmt.Sprintf(format, v...)) }
 func (n natsLogger) Tracef(format string, v ...any)  { n.l.Debug(fmt.Sprintf(format, v...)) }
+
+func (n natsLogger) Fatalf(format string, v ...any) {
+	msg := fmt.Sprintf(format, v...)
+	n.l.Error(msg)
+	select {
+	case n.fatal <- msg:
+	default:
+	}
+}

@@ -263,3 +263,24 @@ func TestKeyValue(t *testing.T) {
 		t.Fatalf("get: %v", err)
 	}
 }
+
+func TestPortInUse(t *testing.T) {
+	b := startBroker(t, "")
+	start := time.Now()
+	other, err := broker.New(broker.Options{Listen: b.Addr(), StateDir: t.TempDir(), Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = other.Start()
+	if err == nil {
+		other.Shutdown()
+		t.Fatal("second broker started on a port in use")
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("failing took %v", d)
+	}
+	if !strings.Contains(err.Error(), b.Addr()) {
+		t.Errorf("error %q does not name the address", err)
+	}
+	other.WaitForShutdown()
+}

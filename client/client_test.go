@@ -1,0 +1,189 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strata-hpc/strata/api"
+	"github.com/strata-hpc/strata/broker"
+)
+
+func startBroker(t *testing.T) *broker.Broker {
+	t.Helper()
+	b, err := broker.New(broker.Options{Listen: "127.0.0.1:0", StateDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Shutdown)
+	return b
+}
+
+func userCreds(t *testing.T, b *broker.Broker, name string) string {
+	t.Helper()
+	rep, err := b.AddUser(context.Background(), api.UserAddRequest{Name: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), name+".creds")
+	if err := os.WriteFile(p, []byte(rep.Creds), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func code(err error) api.Code {
+	var ae *api.Error
+	if errors.As(err, &ae) {
+		return ae.Code
+	}
+	return "(not an *api.Error)"
+}
+
+// A request on another user's subject is refused by the server, and the
+// client says so at once as permission_denied instead of timing out.
+func TestPublishRefusedIsPermissionDenied(t *testing.T) {
+	b := startBroker(t)
+	if _, err := b.ServeInstance("root", broker.Mux{"echo": func(context.Context, broker.Request) (any, error) { return "hi", nil }}); err != nil {
+		t.Fatal(err)
+	}
+	userCreds(t, b, "bob")
+	c, err := Dial(b.URI("root"), WithCreds(userCreds(t, b, "alice")), WithTimeout(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	err = c.call(context.Background(), "strata.v1.req.bob.root.echo", "echo", nil, nil)
+	if !errors.Is(err, api.ErrPermissionDenied) {
+		t.Fatalf("call as bob: %v (code %s)", err, code(err))
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("refusal took %v; it should not wait for the timeout", d)
+	}
+	if !strings.Contains(err.Error(), "strata.v1.req.bob.root.echo") {
+		t.Errorf("message %q does not name the subject", err)
+	}
+	var s string
+	if err := c.Call(context.Background(), "echo", nil, &s); err != nil || s != "hi" {
+		t.Errorf("own call after a refusal: %q, %v", s, err)
+	}
+}
+
+func TestCallErrors(t *testing.T) {
+	b := startBroker(t)
+	creds := userCreds(t, b, "alice")
+	c, err := Dial(b.URI("root"), WithCreds(creds), WithTimeout(300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+
+	// Nobody serves root yet: unavailable, not a hang.
+	err = c.Call(context.Background(), "echo", nil, nil)
+	if !errors.Is(err, api.ErrUnavailable) {
+		t.Errorf("unserved root: %v (code %s)", err, code(err))
+	}
+
+	block := make(chan struct{})
+	defer close(block)
+	if _, err := b.ServeInstance("root", broker.Mux{"slow": func(ctx context.Context, _ broker.Request) (any, error) {
+		select {
+		case <-block:
+		case <-ctx.Done():
+		}
+		return nil, nil
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	err = c.Call(context.Background(), "slow", nil, nil)
+	if !errors.Is(err, api.ErrDeadlineExceeded) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("slow with the client timeout: %v (code %s)", err, code(err))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(50 * time.Millisecond); cancel() }()
+	if err := c.Call(ctx, "slow", nil, nil); !errors.Is(err, api.ErrCanceled) {
+		t.Errorf("cancelled: %v (code %s)", err, code(err))
+	}
+	if err := c.Call(context.Background(), "Bad Op", nil, nil); !errors.Is(err, api.ErrInvalidArgument) {
+		t.Errorf("bad op name: %v", err)
+	}
+	if err := c.Call(context.Background(), "slow", func() {}, nil); !errors.Is(err, api.ErrInvalidArgument) {
+		t.Errorf("unencodable request: %v", err)
+	}
+	c.Close()
+	if err := c.Call(context.Background(), "slow", nil, nil); !errors.Is(err, api.ErrUnavailable) {
+		t.Errorf("closed client: %v (code %s)", err, code(err))
+	}
+}
+
+func TestCredsLookup(t *testing.T) {
+	b := startBroker(t)
+	if _, err := b.ServeInstance("root", nil); err != nil {
+		t.Fatal(err)
+	}
+	creds := userCreds(t, b, "alice")
+	ctx := context.Background()
+
+	t.Run("STRATA_CREDS and STRATA_URI", func(t *testing.T) {
+		t.Setenv(api.EnvCreds, creds)
+		t.Setenv(api.EnvURI, b.URI("root"))
+		c, err := Dial("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if who, err := c.Whoami(ctx); err != nil || who.User != "alice" {
+			t.Errorf("whoami = %+v, %v", who, err)
+		}
+	})
+	t.Run("default path", func(t *testing.T) {
+		t.Setenv(api.EnvCreds, "")
+		cfg := t.TempDir()
+		t.Setenv("XDG_CONFIG_HOME", cfg)
+		p, err := DefaultCredsPath()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(p, filepath.Join(cfg, "strata")+string(filepath.Separator)) || !strings.HasSuffix(p, ".creds") {
+			t.Fatalf("DefaultCredsPath = %s", p)
+		}
+		if _, err := Dial(b.URI("root")); !errors.Is(err, api.ErrUnauthenticated) || !strings.Contains(err.Error(), p) {
+			t.Fatalf("no creds at the default path: %v", err)
+		}
+		data, _ := os.ReadFile(creds)
+		os.MkdirAll(filepath.Dir(p), 0o700)
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c, err := Dial(b.URI("root"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if c.User() != "alice" {
+			t.Errorf("user %s", c.User())
+		}
+	})
+	t.Run("explicit beats the environment", func(t *testing.T) {
+		t.Setenv(api.EnvCreds, filepath.Join(t.TempDir(), "nope.creds"))
+		c, err := Dial(b.URI("root"), WithCreds(creds))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+	})
+	t.Run("bad URI", func(t *testing.T) {
+		if _, err := Dial("nats://x", WithCreds(creds)); !errors.Is(err, api.ErrInvalidArgument) {
+			t.Errorf("bad URI: %v", err)
+		}
+	})
+}
