@@ -689,3 +689,11 @@ func fmtDur(d Duration) string {
 	}
 	return fmt.Sprintf("%ds", s)
 }
+
+// Pending calls fn for each pending job of this instance in priority order
+// (the order the scheduler considers them) with its planned start (0 when
+// it has none), until fn returns false. It copies nothing: views and
+// invariant checks over long queues use it.
+func (in *Instance) Pending(fn func(id JobID, planned Time) bool) {
+	in.queue.Ascend(func(j *Job) bool { return fn(j.ID, j.PlannedStart) })
+}
