@@ -171,7 +171,7 @@ func (b *Broker) Shutdown() {
 			}
 		}
 		b.cancel()
-		b.inflight.Wait()
+		b.waitInflight()
 		if b.nc != nil {
 			b.nc.Close()
 		}
@@ -185,6 +185,20 @@ func (b *Broker) Shutdown() {
 	b.state = stateClosed
 	b.mu.Unlock()
 	close(b.done)
+}
+
+// shutdownGrace is how long Shutdown waits for handlers that ignore their
+// cancelled context.
+const shutdownGrace = 10 * time.Second
+
+func (b *Broker) waitInflight() {
+	done := make(chan struct{})
+	go func() { b.inflight.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(shutdownGrace):
+		b.log.Warn("shutting down with handlers still running: they ignore their context", "waited", shutdownGrace)
+	}
 }
 
 // WaitForShutdown blocks until Shutdown has finished.

@@ -98,7 +98,7 @@ func serve(t *testing.T, b *broker.Broker, path string, release <-chan struct{})
 }
 
 // addUser adds a user through the broker and saves the credentials (0600).
-func addUser(t *testing.T, b *broker.Broker, name string, admin bool) string {
+func addUser(t testing.TB, b *broker.Broker, name string, admin bool) string {
 	t.Helper()
 	rep, err := b.AddUser(context.Background(), api.UserAddRequest{Name: name, Admin: admin})
 	if err != nil {
@@ -107,7 +107,7 @@ func addUser(t *testing.T, b *broker.Broker, name string, admin bool) string {
 	return saveCreds(t, name, rep.Creds)
 }
 
-func saveCreds(t *testing.T, name, creds string) string {
+func saveCreds(t testing.TB, name, creds string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), name+".creds")
 	if err := os.WriteFile(p, []byte(creds), 0o600); err != nil {

@@ -14,12 +14,12 @@ var traces = []string{ctc, "SDSC-SP2-1998-4.2-cln.swf.gz", "KTH-SP2-1996-2.1-cln
 
 // checker watches a replay and records every broken invariant.
 type checker struct {
-	t        *testing.T
-	pol      instance.Policy
-	head     instance.JobID
-	headPlan instance.Time
+	t         *testing.T
+	pol       instance.Policy
+	head      instance.JobID
+	headPlan  instance.Time
 	firstPlan map[instance.JobID]instance.Time
-	errs     []string
+	errs      []string
 }
 
 func (c *checker) fail(format string, a ...any) {
