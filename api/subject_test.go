@@ -108,3 +108,24 @@ func TestRoles(t *testing.T) {
 		t.Error("user exec_qpu0 accepted; its inbox would be executor qpu0's")
 	}
 }
+
+// FuzzParseRequestSubject checks that parsing never panics and that what
+// parses rebuilds to the same subject.
+func FuzzParseRequestSubject(f *testing.F) {
+	for _, s := range []string{"strata.v1.req.alice.root.submit", "strata.v1.req.a.root.x.y.z", "strata.v1.req..root.x", "strata.v1.req.a.root."} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		u, p, o, err := ParseRequestSubject(s)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidArgument) {
+				t.Fatalf("%q: %v is not invalid_argument", s, err)
+			}
+			return
+		}
+		got, err := RequestSubject(u, p, o)
+		if err != nil || got != s {
+			t.Fatalf("%q parsed to %q %q %q, which builds %q, %v", s, u, p, o, got, err)
+		}
+	})
+}
