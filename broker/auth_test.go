@@ -150,7 +150,7 @@ func TestUserAdd(t *testing.T) {
 		t.Fatal(err)
 	}
 	if rep.Name != "carol" || rep.Admin || !strings.Contains(rep.Creds, "BEGIN NATS USER JWT") {
-		t.Fatalf("user-add reply %+v", rep)
+		t.Fatalf("user-add reply for %s: admin %v, creds of %d bytes", rep.Name, rep.Admin, len(rep.Creds))
 	}
 	carol := dial(t, b, "root", saveCreds(t, "carol", rep.Creds))
 	if who, err := carol.Whoami(ctx); err != nil || who.User != "carol" || who.Admin {
@@ -168,14 +168,24 @@ func TestUserAdd(t *testing.T) {
 
 	// An added admin and a configured admin are admins, with admin creds.
 	if err := admin.Call(ctx, api.OpUserAdd, api.UserAddRequest{Name: "dave", Admin: true}, &rep); err != nil || !rep.Admin {
-		t.Fatalf("add admin dave: %+v %v", rep, err)
+		t.Fatalf("add admin dave: admin %v, %v", rep.Admin, err)
 	}
 	dave := dial(t, b, "root", saveCreds(t, "dave", rep.Creds))
 	if who, err := dave.Whoami(ctx); err != nil || !who.Admin {
 		t.Errorf("dave whoami = %+v, %v", who, err)
 	}
+	// Re-issued without admin rights, dave is an admin no more.
+	if err := admin.Call(ctx, api.OpUserAdd, api.UserAddRequest{Name: "dave", Force: true}, &rep); err != nil || rep.Admin {
+		t.Fatalf("demote dave: admin %v, %v", rep.Admin, err)
+	}
+	if who, err := dave.Whoami(ctx); err != nil || who.Admin {
+		t.Errorf("dave whoami after demotion = %+v, %v", who, err)
+	}
+	if err := admin.Call(ctx, api.OpUserAdd, api.UserAddRequest{Name: "dave", Admin: true, Force: true}, &rep); err != nil || !rep.Admin {
+		t.Fatalf("promote dave: admin %v, %v", rep.Admin, err)
+	}
 	if err := admin.Call(ctx, api.OpUserAdd, api.UserAddRequest{Name: "ops"}, &rep); err != nil || !rep.Admin {
-		t.Fatalf("add configured admin ops: %+v %v", rep, err)
+		t.Fatalf("add configured admin ops: admin %v, %v", rep.Admin, err)
 	}
 	ops := dial(t, b, "root", saveCreds(t, "ops", rep.Creds))
 	if err := ops.Call(ctx, api.OpUserAdd, api.UserAddRequest{Name: "erin"}, nil); err != nil {

@@ -42,8 +42,10 @@ type Broker struct {
 	sem    chan struct{} // bounds in-flight requests
 
 	mu       sync.Mutex
-	state    int // stateNew, stateRunning, stateClosing, stateClosed
-	admins   map[string]bool
+	state    int             // stateNew, stateRunning, stateClosing, stateClosed
+	admins   map[string]bool // configured: AdminUser and Options.Admins
+	granted  map[string]bool // users recorded with admin rights (kept current by watchUsers)
+	bg       sync.WaitGroup  // background goroutines (the users watcher)
 	services map[string]*Service
 	inflight sync.WaitGroup
 	done     chan struct{}
@@ -87,6 +89,7 @@ func New(opts Options) (*Broker, error) {
 		cancel:   cancel,
 		sem:      make(chan struct{}, o.MaxInflight),
 		admins:   admins,
+		granted:  map[string]bool{},
 		services: map[string]*Service{},
 		done:     make(chan struct{}),
 	}, nil
@@ -131,7 +134,7 @@ func (b *Broker) start() error {
 	if b.kv, err = b.KeyValue(ctx, jetstream.KeyValueConfig{Bucket: UsersBucket, Description: "Strata users", History: 5}); err != nil {
 		return err
 	}
-	if err := b.loadAdmins(ctx); err != nil {
+	if err := b.watchUsers(ctx); err != nil {
 		return err
 	}
 	if b.id != nil {
@@ -175,6 +178,7 @@ func (b *Broker) Shutdown() {
 		if b.nc != nil {
 			b.nc.Close()
 		}
+		b.bg.Wait()
 		if b.srv != nil {
 			b.srv.Shutdown()
 			b.srv.WaitForShutdown()
@@ -244,7 +248,7 @@ func (b *Broker) AdminCredsPath() string { return filepath.Join(b.opts.StateDir,
 func (b *Broker) IsAdmin(user string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.admins[user]
+	return b.admins[user] || b.granted[user]
 }
 
 // MintCreds returns the text of a NATS .creds file for name in role. A user
@@ -268,8 +272,9 @@ func (b *Broker) noKeyError() error {
 }
 
 // AddUser records a user in the users bucket and returns fresh credentials
-// for it. The credentials carry admin permissions when req.Admin is set or
-// the user is an admin already. An existing user is a conflict error unless
+// for it. The user is recorded with admin rights when req.Admin is set; the
+// credentials carry admin permissions then, and for configured admins
+// (AdminUser, Options.Admins). An existing user is a conflict error unless
 // req.Force, which issues new credentials (old ones stay valid: NATS user
 // JWTs are not revoked).
 func (b *Broker) AddUser(ctx context.Context, req api.UserAddRequest) (api.UserAddReply, error) {
@@ -279,7 +284,9 @@ func (b *Broker) AddUser(ctx context.Context, req api.UserAddRequest) (api.UserA
 	if b.kv == nil {
 		return api.UserAddReply{}, api.Errorf(api.CodeUnavailable, "the broker is not running")
 	}
-	admin := req.Admin || b.IsAdmin(req.Name)
+	b.mu.Lock()
+	admin := req.Admin || b.admins[req.Name] // configured admins always get admin credentials
+	b.mu.Unlock()
 	creds, err := b.MintCreds(api.RoleUser, req.Name, admin)
 	if err != nil {
 		return api.UserAddReply{}, err
@@ -297,9 +304,7 @@ func (b *Broker) AddUser(ctx context.Context, req api.UserAddRequest) (api.UserA
 		return api.UserAddReply{}, fmt.Errorf("broker: record user %s: %w", req.Name, err)
 	}
 	b.mu.Lock()
-	if req.Admin {
-		b.admins[req.Name] = true
-	}
+	b.granted[req.Name] = req.Admin
 	b.mu.Unlock()
 	return api.UserAddReply{Name: req.Name, Admin: admin, Creds: string(creds)}, nil
 }
@@ -342,19 +347,41 @@ func (b *Broker) Users(ctx context.Context) ([]api.User, error) {
 	return users, nil
 }
 
-func (b *Broker) loadAdmins(ctx context.Context) error {
-	users, err := b.Users(ctx)
+// watchUsers keeps the admin rights of recorded users current, also when
+// another broker on the same cluster changes them. It returns once the
+// current records are loaded.
+func (b *Broker) watchUsers(ctx context.Context) error {
+	w, err := b.kv.WatchAll(b.ctx)
 	if err != nil {
-		return err
+		return fmt.Errorf("broker: watch users: %w", err)
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, u := range users {
-		if u.Admin {
-			b.admins[u.Name] = true
+	loaded := make(chan struct{})
+	b.bg.Add(1)
+	go func() {
+		defer b.bg.Done()
+		defer w.Stop()
+		for e := range w.Updates() {
+			if e == nil {
+				close(loaded)
+				continue
+			}
+			var u api.User
+			if e.Operation() == jetstream.KeyValuePut {
+				if err := json.Unmarshal(e.Value(), &u); err != nil {
+					b.log.Warn("bad user record", "user", e.Key(), "err", err)
+				}
+			}
+			b.mu.Lock()
+			b.granted[e.Key()] = u.Admin
+			b.mu.Unlock()
 		}
+	}()
+	select {
+	case <-loaded:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("broker: load users: %w", ctx.Err())
 	}
-	return nil
 }
 
 // ensureAdminCreds records user admin and writes StateDir/admin.creds
