@@ -85,10 +85,10 @@ type Service struct {
 	builtins map[string]HandlerFunc
 	ops      []string // all served operations, sorted
 	opSet    map[string]bool
-	svc      micro.Service
+	svc      micro.Service // set once by start, under mu
 
 	mu    sync.Mutex
-	stats map[string]*opStats
+	stats map[string]*opStats // by operation
 }
 
 // opStats are Strata's own per-operation statistics, shown as the "data" of
@@ -184,7 +184,9 @@ func (s *Service) start() error {
 	if err != nil {
 		return fmt.Errorf("broker: serve %s: %w", s.path, err)
 	}
+	s.mu.Lock()
 	s.svc = svc
+	s.mu.Unlock()
 	for _, op := range s.ops {
 		op := op
 		err := svc.AddEndpoint(op, micro.HandlerFunc(func(r micro.Request) { s.dispatch(op, r) }),
@@ -218,7 +220,13 @@ func (s *Service) Path() string { return s.path }
 func (s *Service) Ops() []string { return slices.Clone(s.ops) }
 
 // Info returns the micro service's description (name, id, endpoints).
-func (s *Service) Info() micro.Info { return s.svc.Info() }
+func (s *Service) Info() micro.Info { return s.micro().Info() }
+
+func (s *Service) micro() micro.Service {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.svc
+}
 
 // Stop stops serving the instance: no new requests are taken (requests in
 // flight still get their replies while the broker runs). Idempotent.
@@ -228,10 +236,11 @@ func (s *Service) Stop() error {
 		delete(s.b.services, s.path)
 	}
 	s.b.mu.Unlock()
-	if s.svc == nil || s.svc.Stopped() {
+	svc := s.micro()
+	if svc == nil || svc.Stopped() {
 		return nil
 	}
-	if err := s.svc.Stop(); err != nil {
+	if err := svc.Stop(); err != nil {
 		return err
 	}
 	// Once Stop returns, the server no longer routes requests here.
