@@ -27,7 +27,7 @@ func (in *Instance) startChild(now Time, j *Job) {
 	_, err := newInstance(Config{
 		Path: path, Nodes: j.Nodes, Pools: pools, Policy: in.cfg.Policy,
 		DefaultWalltime: min(in.cfg.DefaultWalltime, j.Spec.Walltime), MaxWalltime: j.Spec.Walltime,
-		KillGrace: in.cfg.KillGrace, Origin: now, Horizon: now + Time(j.Spec.Walltime),
+		KillGrace: in.cfg.KillGrace, Origin: j.Start, Horizon: j.Start + Time(j.Spec.Walltime),
 	}, in, in.sh)
 	if err != nil {
 		panic(fmt.Sprintf("instance: child of job %d: %v", j.ID, err))
@@ -57,8 +57,8 @@ func (in *Instance) end(now Time, why string) {
 		in.finishPending(now, j, Cancelled, why)
 	}
 	for _, j := range in.runningByID() {
-		if j.endState == 0 || j.endState == Timeout {
-			j.endState, j.endReason = Cancelled, why
+		if j.Term.EndState == 0 || j.Term.EndState == Timeout {
+			j.Term.EndState, j.Term.EndReason = Cancelled, why
 		}
 		in.terminate(now, j)
 	}

@@ -396,7 +396,7 @@ func (in *Instance) enqueue(now Time, j *Job) {
 	in.sh.jobs[j.ID] = j
 	j.Start, j.End, j.PlannedStart = 0, 0, 0
 	j.Nodes, j.nodeSet = nil, timeline.NodeSet{}
-	j.endState, j.endReason, j.killResv, j.killAt, j.termSent = 0, "", "", 0, false
+	j.Term = Termination{}
 	j.blockedBy = ""
 	for _, d := range j.Spec.Deps {
 		in.sh.deps[d.Job] = append(in.sh.deps[d.Job], j.ID)
@@ -461,8 +461,8 @@ func (in *Instance) Cancel(now Time, who Actor, id JobID) error {
 	case j.State == Pending:
 		j.inst.finishPending(now, j, Cancelled, "cancelled by "+who.User)
 	case j.State == Running:
-		if j.endState == 0 || j.endState == Timeout {
-			j.endState, j.endReason = Cancelled, "cancelled by "+who.User
+		if j.Term.EndState == 0 || j.Term.EndState == Timeout {
+			j.Term.EndState, j.Term.EndReason = Cancelled, "cancelled by "+who.User
 		}
 		j.inst.terminate(now, j)
 	default:
@@ -495,7 +495,7 @@ func (in *Instance) finishPending(now Time, j *Job, st State, reason string) {
 
 // terminate sends SIGTERM to a running job now and arms the SIGKILL deadline.
 func (in *Instance) terminate(now Time, j *Job) {
-	if j.termSent {
+	if j.Term.TermSent {
 		return
 	}
 	in.setDeadline(j, now)
@@ -503,10 +503,10 @@ func (in *Instance) terminate(now Time, j *Job) {
 }
 
 func (in *Instance) setDeadline(j *Job, t Time) {
-	if j.deadline != 0 {
-		in.sh.wakes.Delete(wake{t: j.deadline, kind: wakeDeadline, id: int64(j.ID)})
+	if j.Term.Deadline != 0 {
+		in.sh.wakes.Delete(wake{t: j.Term.Deadline, kind: wakeDeadline, id: int64(j.ID)})
 	}
-	j.deadline = t
+	j.Term.Deadline = t
 	if t != 0 {
 		in.sh.wakes.ReplaceOrInsert(wake{t: t, kind: wakeDeadline, id: int64(j.ID)})
 	}
@@ -515,19 +515,19 @@ func (in *Instance) setDeadline(j *Job, t Time) {
 // fireDeadline acts on a running job's deadline: first SIGTERM, then, a
 // grace period later, SIGKILL.
 func (in *Instance) fireDeadline(now Time, j *Job) {
-	if !j.termSent {
-		j.termSent = true
-		if j.endState == 0 {
-			j.endState, j.endReason = Timeout, fmt.Sprintf("walltime %s reached", fmtDur(j.Spec.Walltime))
+	if !j.Term.TermSent {
+		j.Term.TermSent = true
+		if j.Term.EndState == 0 {
+			j.Term.EndState, j.Term.EndReason = Timeout, fmt.Sprintf("walltime %s reached", fmtDur(j.Spec.Walltime))
 		}
-		in.sh.emit(Effect{Kind: SignalJob, Path: in.path, Job: j.ID, Signal: syscall.SIGTERM, Reason: j.endReason})
+		in.sh.emit(Effect{Kind: SignalJob, Path: in.path, Job: j.ID, Signal: syscall.SIGTERM, Reason: j.Term.EndReason})
 		in.setDeadline(j, now+Time(in.cfg.KillGrace))
 		if in.cfg.KillGrace > 0 {
 			return
 		}
 	}
 	in.setDeadline(j, 0)
-	in.sh.emit(Effect{Kind: SignalJob, Path: in.path, Job: j.ID, Signal: syscall.SIGKILL, Reason: j.endReason})
+	in.sh.emit(Effect{Kind: SignalJob, Path: in.path, Job: j.ID, Signal: syscall.SIGKILL, Reason: j.Term.EndReason})
 }
 
 // Exit is how a job's processes ended.
@@ -548,7 +548,7 @@ func (in *Instance) Exited(now Time, id JobID, e Exit) error {
 	o.release(now, j)
 	j.End = now
 	j.ExitCode, j.Signal = e.Code, e.Signal
-	st, reason := j.endState, j.endReason
+	st, reason := j.Term.EndState, j.Term.EndReason
 	switch {
 	case st != 0:
 		// cancelled, timed out or killed: the cause was decided when signalled
@@ -581,10 +581,10 @@ func (in *Instance) Exited(now Time, id JobID, e Exit) error {
 }
 
 func (in *Instance) requeueKilled(j *Job) bool {
-	if j.killResv == "" {
+	if j.Term.KillResv == "" {
 		return false
 	}
-	r := in.sh.resvs[j.killResv]
+	r := in.sh.resvs[j.Term.KillResv]
 	return r != nil && r.RequeueKilled
 }
 
@@ -630,8 +630,8 @@ func (in *Instance) Tick(now Time) {
 		switch w.kind {
 		case wakeDeadline:
 			j := in.sh.jobs[JobID(w.id)]
-			if j != nil && j.State == Running && j.deadline == w.t {
-				j.deadline = 0
+			if j != nil && j.State == Running && j.Term.Deadline == w.t {
+				j.Term.Deadline = 0
 				j.inst.fireDeadline(now, j)
 			}
 		case wakeResvStart:

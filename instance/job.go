@@ -100,6 +100,16 @@ type Event struct {
 	Reason string
 }
 
+// Termination is the state of ending a running job.
+type Termination struct {
+	Deadline  Time   // next SIGTERM or SIGKILL deadline while running (0: none)
+	TermSent  bool   // SIGTERM sent; SIGKILL comes at Deadline
+	EndState  State  // the state the job ends in when it exits (0: by its exit)
+	EndReason string // and why
+	KillResv  string // the reservation that will kill it at KillAt
+	KillAt    Time
+}
+
 // Job is a job's record. The instance owns it; callers get copies from Job
 // and Jobs, and must not keep pointers into the instance.
 type Job struct {
@@ -119,16 +129,14 @@ type Job struct {
 	Requeues     int
 	Events       []Event
 
-	// scheduling state, not part of the record callers see
+	// Term is how a running job is being ended; it is part of the durable
+	// record so that a restarted broker finishes what it began.
+	Term Termination
+
+	// scheduling state, derived again on Restore
 	inst      *Instance
 	nodeSet   timeline.NodeSet
-	planned   bool // holds a planned span in the timeline
-	deadline  Time // next TERM or KILL deadline while running (0: none)
-	termSent  bool // TERM already sent for the current deadline
-	endState  State
-	endReason string
-	killResv  string // the reservation that will kill this job at killAt
-	killAt    Time
+	planned   bool   // holds a planned span in the timeline
 	blockedBy string // dependency reason while blocked
 	wait      waitKind
 	waitErr   error
@@ -157,6 +165,6 @@ func (j *Job) copy() Job {
 			c.Spec.Slots[k] = v
 		}
 	}
-	c.inst = nil
+	c.inst, c.planned, c.nodeSet, c.blockedBy, c.wait, c.waitErr = nil, false, timeline.NodeSet{}, "", waitNew, nil
 	return c
 }

@@ -20,7 +20,7 @@ type Resv struct {
 	State     resv.State
 	Created   Time
 	Killed    []JobID // jobs killed at its start
-	seq       int64
+	Seq       int64   // creation order; names its span in the parent's timeline
 	child     *Instance
 }
 
@@ -98,12 +98,12 @@ func (in *Instance) AddResv(now Time, who Actor, spec resv.Spec) (Resv, error) {
 		if err := in.tl.Truncate(spanOf(id), spec.Start); err != nil {
 			panic(fmt.Sprintf("instance: cannot cut job %d short for reservation %s: %v", id, spec.Name, err))
 		}
-		j.killResv, j.killAt = spec.Name, spec.Start
+		j.Term.KillResv, j.Term.KillAt = spec.Name, spec.Start
 	}
 	in.sh.lastResv++
-	r := &Resv{Spec: spec, Path: in.path + "." + spec.Name, Parent: in.path, State: resv.Pending, Created: now, seq: in.sh.lastResv}
+	r := &Resv{Spec: spec, Path: in.path + "." + spec.Name, Parent: in.path, State: resv.Pending, Created: now, Seq: in.sh.lastResv}
 	r.NodeNames = in.names(plan.Nodes)
-	sp := timeline.Span{ID: resvSpanBase + timeline.SpanID(r.seq), Tag: 1, Start: spec.Start, End: spec.End, Nodes: plan.Nodes, Slots: req.Slots}
+	sp := timeline.Span{ID: resvSpanBase + timeline.SpanID(r.Seq), Tag: 1, Start: spec.Start, End: spec.End, Nodes: plan.Nodes, Slots: req.Slots}
 	if err := in.tl.Add(sp); err != nil {
 		panic(fmt.Sprintf("instance: reservation %s does not fit where it was planned: %v", spec.Name, err))
 	}
@@ -122,8 +122,8 @@ func (in *Instance) AddResv(now Time, who Actor, spec resv.Spec) (Resv, error) {
 	child.resv = r
 	r.child = child
 	in.sh.resvs[spec.Name] = r
-	in.sh.wakes.ReplaceOrInsert(wake{t: spec.Start, kind: wakeResvStart, id: r.seq, name: r.Name})
-	in.sh.wakes.ReplaceOrInsert(wake{t: spec.End, kind: wakeResvEnd, id: r.seq, name: r.Name})
+	in.sh.wakes.ReplaceOrInsert(wake{t: spec.Start, kind: wakeResvStart, id: r.Seq, name: r.Name})
+	in.sh.wakes.ReplaceOrInsert(wake{t: spec.End, kind: wakeResvEnd, id: r.Seq, name: r.Name})
 	in.sh.changedResv(r.Name)
 	in.dirty()
 	in.settle(now)
@@ -246,11 +246,11 @@ func (in *Instance) startResv(now Time, r *Resv) {
 	p := in.sh.insts[r.Parent]
 	r.State = resv.Active
 	for _, j := range p.runningByID() {
-		if j.killResv != r.Name {
+		if j.Term.KillResv != r.Name {
 			continue
 		}
 		on := hostlist.Format(p.names(j.nodeSet.Intersect(p.resvNodes(r))))
-		j.endState, j.endReason = Killed, fmt.Sprintf("killed: reservation %s started on %s", r.Name, on)
+		j.Term.EndState, j.Term.EndReason = Killed, fmt.Sprintf("killed: reservation %s started on %s", r.Name, on)
 		r.Killed = append(r.Killed, j.ID)
 		p.terminate(now, j)
 		in.sh.changed(j)
@@ -308,13 +308,13 @@ func (in *Instance) RemoveResv(now Time, who Actor, name string) error {
 
 func (in *Instance) closeResv(now Time, r *Resv, why string) {
 	p := in.sh.insts[r.Parent]
-	in.sh.wakes.Delete(wake{t: r.Start, kind: wakeResvStart, id: r.seq, name: r.Name})
-	in.sh.wakes.Delete(wake{t: r.End, kind: wakeResvEnd, id: r.seq, name: r.Name})
-	p.tl.Remove(resvSpanBase + timeline.SpanID(r.seq))
+	in.sh.wakes.Delete(wake{t: r.Start, kind: wakeResvStart, id: r.Seq, name: r.Name})
+	in.sh.wakes.Delete(wake{t: r.End, kind: wakeResvEnd, id: r.Seq, name: r.Name})
+	p.tl.Remove(resvSpanBase + timeline.SpanID(r.Seq))
 	// Jobs that were to be killed at a start that will not come are spared.
 	for _, j := range p.runningByID() {
-		if j.killResv == r.Name && !j.termSent {
-			j.killResv, j.killAt = "", 0
+		if j.Term.KillResv == r.Name && !j.Term.TermSent {
+			j.Term.KillResv, j.Term.KillAt = "", 0
 			p.tl.Extend(spanOf(j.ID), j.Start+Time(p.hold(j)))
 		}
 	}

@@ -1,0 +1,127 @@
+package instance
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/strata-hpc/strata/resv"
+)
+
+// snapshot copies every record a runtime would have persisted.
+func snapshot(in *Instance) ([]Resv, []Job) {
+	var jobs []Job
+	for id := range in.sh.jobs {
+		j, _ := in.Job(id)
+		jobs = append(jobs, j)
+	}
+	return in.Resvs(), jobs
+}
+
+// TestRestoreEquivalence builds a busy tree (running, planned, held,
+// dependent jobs, a kill-mode reservation with a victim and queued work, a
+// child instance), restores its records into a fresh root, and drives both
+// with the same inputs: every later decision must be the same.
+func TestRestoreEquivalence(t *testing.T) {
+	build := func() *Instance {
+		in, err := New(Config{Nodes: names("n", 8), KillGrace: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return in
+	}
+	a := build()
+	alice, bob, admin := Actor{User: "alice"}, Actor{User: "bob"}, Actor{User: "admin", Admin: true}
+	must := func(_ any, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(a.Submit(0, bob, "root", Spec{Nodes: 6, Walltime: 1000, Requeue: true}))
+	must(a.Submit(0, alice, "root", Spec{Nodes: 2, Walltime: 500, Child: true}))
+	must(a.Submit(1, alice, "root", Spec{Nodes: 8, Walltime: 100}))
+	must(a.Submit(1, alice, "root", Spec{Nodes: 1, Walltime: 100, Deps: []Dep{{AfterOK, 3}}}))
+	must(a.Submit(1, bob, "root", Spec{Nodes: 1, Walltime: 100, Hold: true}))
+	must(a.Submit(2, alice, "root.j2", Spec{Nodes: 1, Walltime: 50}))
+	must(a.AddResv(3, admin, resv.Spec{Name: "physics", Start: 100, End: 400, Nodes: 4, Users: []string{"alice"}, Overlap: resv.Kill}))
+	must(a.Submit(4, alice, "root", Spec{Nodes: 2, Walltime: 60, Resv: "physics"}))
+	a.Ready()
+
+	b := build()
+	rs, js := snapshot(a)
+	lost, err := b.Restore(5, rs, js)
+	if err != nil || len(lost) != 0 {
+		t.Fatalf("Restore: lost %v, %v", lost, err)
+	}
+	b.Ready()
+	a.Tick(5)
+	a.Ready()
+
+	inputs := []func(in *Instance) error{
+		func(in *Instance) error { in.Tick(50); return nil },
+		func(in *Instance) error { return in.Exited(52, 6, Exit{}) },
+		func(in *Instance) error { in.Tick(100); return nil },
+		func(in *Instance) error { return in.Exited(103, 1, Exit{Signal: "SIGTERM"}) },
+		func(in *Instance) error { return in.Update(110, bob, 5, Update{Hold: new(bool)}) },
+		func(in *Instance) error { in.Tick(160); return nil },
+		func(in *Instance) error { in.Tick(400); return nil },
+		func(in *Instance) error { return in.Exited(401, 2, Exit{}) },
+		func(in *Instance) error { in.Tick(1000); return nil },
+	}
+	total := 0
+	for i, f := range inputs {
+		ea, eb := f(a), f(b)
+		if fmt.Sprint(ea) != fmt.Sprint(eb) {
+			t.Fatalf("input %d: original says %v, restored says %v", i, ea, eb)
+		}
+		ra, rb := a.Ready(), b.Ready()
+		if !reflect.DeepEqual(ra.Effects, rb.Effects) {
+			t.Fatalf("input %d: effects differ:\noriginal %+v\nrestored %+v", i, ra.Effects, rb.Effects)
+		}
+		total += len(ra.Effects)
+	}
+	if total < 8 {
+		t.Fatalf("only %d effects after the restore: the scenario exercises nothing", total)
+	}
+	_, ja := snapshot(a)
+	for _, j := range ja {
+		k, ok := b.Job(j.ID)
+		if !ok || k.State != j.State || k.Path != j.Path || fmt.Sprint(k.Nodes) != fmt.Sprint(j.Nodes) {
+			t.Errorf("job %d: original %s %s %v, restored %s %s %v", j.ID, j.State, j.Path, j.Nodes, k.State, k.Path, k.Nodes)
+		}
+	}
+	if fmt.Sprint(a.Resvs()) != fmt.Sprint(b.Resvs()) {
+		t.Errorf("reservations differ:\n%v\n%v", a.Resvs(), b.Resvs())
+	}
+}
+
+func TestRestoreLostNodes(t *testing.T) {
+	a, _ := New(Config{Nodes: names("n", 4)})
+	a.Submit(0, Actor{User: "u"}, "root", Spec{Nodes: 4, Walltime: 100, Requeue: true})
+	a.Submit(0, Actor{User: "u"}, "root", Spec{Nodes: 2, Walltime: 100})
+	_, js := snapshot(a)
+	b, _ := New(Config{Nodes: names("n", 2)}) // the machine shrank
+	lost, err := b.Restore(10, nil, js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(lost) != "[1]" {
+		t.Fatalf("lost %v, want [1]", lost)
+	}
+	j, _ := b.Job(1)
+	if j.State != Pending || j.Requeues != 1 {
+		t.Errorf("lost job with requeue: %s after %d requeues, want pending after 1", j.State, j.Requeues)
+	}
+	if j2, _ := b.Job(2); j2.State != Running {
+		t.Errorf("job 2 is %s, want running on the remaining nodes", j2.State)
+	}
+}
+
+func names(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s%d", prefix, i)
+	}
+	return out
+}
