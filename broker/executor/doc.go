@@ -1,0 +1,87 @@
+// Package executor runs jobs' processes and reports how they end. It
+// carries out two of the scheduling core's effects, "start job" and
+// "signal job", and turns process exits back into events; it decides
+// nothing (not when to start, not when to escalate a signal).
+//
+// # Model
+//
+// An Executor is the interface the broker programs against. Local is the
+// implementation that runs jobs on this machine; a remote node agent
+// speaking the same interface over NATS comes later.
+//
+//   - Start launches a job and returns a Record, which the broker persists.
+//   - Signal sends a signal to the job's whole process group.
+//   - Exits delivers one Exit per job: exit code, or signal name, or Lost.
+//   - Adopt takes a persisted Record back after a broker restart and
+//     delivers the job's Exit when it ends, or at once if it already has.
+//   - Release discards the executor's own trace of a finished job once the
+//     broker has durably recorded the Exit.
+//   - Close detaches: jobs keep running, to be adopted later.
+//
+// Every job runs in its own process group (its PID is the group ID), so a
+// signal reaches the job's children and grandchildren too. When a job's
+// main process exits, anything left in its group is killed with SIGKILL:
+// a job ends when its main process does, as under Slurm. A process that
+// leaves the group on purpose (setsid, setpgid) escapes both; containing
+// those takes cgroups, which this executor does not use yet.
+//
+// Exit codes follow the shell: a job killed by signal N has ExitCode
+// 128+N and Signal set to the signal's name ("SIGKILL"), which is what
+// tells it apart from a job that called exit(128+N). A Lost job has
+// ExitCode -1.
+//
+// # The keeper, and why
+//
+// A job's exit status goes to its parent, and only while the parent is
+// alive to wait(2) for it. If the broker were the parent, a broker killed
+// with SIGKILL would take its jobs' exit statuses with it. So jobs are not
+// the broker's children: each Local starts one keeper process, a second
+// copy of the broker's own binary (/proc/self/exe, turned into a keeper by
+// this package's init function before main runs), and the keeper forks
+// and execs every job, reaps it, and writes its exit status to a status
+// file (Record.StatusFile, in LocalOptions.StateDir) before telling the
+// broker. The keeper runs in its own session, has no parent-death signal,
+// and outlives its broker: once the broker is gone it keeps reaping the
+// jobs it started, writing their status files, and exits after the last
+// one. A restarted broker Adopts each running job from its Record: it
+// watches the process through a pidfd and, when it is gone, reads its
+// status file, waiting for the old keeper if that is still alive. Only a
+// job whose keeper died too (or whose machine rebooted) is Lost.
+//
+// The alternatives cost a process per job on top of the job itself, and on
+// the reference VM a process is the dominant cost of a trivial job (fork
+// and exec of /bin/true take about 2 ms of CPU there):
+//
+//   - a shell wrapper (sh -c 'cmd; echo $? >status') dies with its job when
+//     the group is signalled, unless it runs the job in another process
+//     group, and it cannot tell "exit 137" from SIGKILL;
+//   - a per-job shim re-executing the broker binary pays a Go runtime start
+//     for every job, which more than doubles the cost of a trivial job.
+//
+// One keeper per executor adds no process per job, only two short JSON
+// messages over a pipe. The price is shared fate: if the keeper itself is
+// killed, the exit statuses of the jobs it was running are lost (the jobs
+// run on, are watched through their pidfds and end up Lost, with an Err
+// that says why), and the next Start starts a new keeper.
+// executor_bench_test.go measures all four designs; see BenchmarkSpawn and
+// BenchmarkLocal.
+//
+// # Identity
+//
+// A Record identifies a process by PID, the start time the kernel records
+// for it (/proc/PID/stat field 22), and the boot ID, so that a PID recycled
+// by an unrelated process is never taken for the job, never watched, never
+// signalled. The keeper signals the jobs it runs itself, and only before
+// reaping them, when their PIDs cannot have been reused; an adopted job is
+// signalled after checking its start time.
+//
+// # Concurrency
+//
+// Local is safe for concurrent use. Start blocks until the job's command
+// has been exec'd; a broker that starts many jobs at once calls it from
+// several goroutines. Exits is fed from an unbounded internal queue, so a
+// slow reader never stalls reaping.
+//
+// Running jobs as other users (uid/gid) and containing them with cgroups
+// are for later.
+package executor

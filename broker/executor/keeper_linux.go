@@ -1,0 +1,378 @@
+package executor
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/signal"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The keeper is a second copy of the broker's own binary, started once per
+// Local executor (not per job) with keeperEnv set in its environment. The
+// init function below turns such a process into a keeper before main runs,
+// so every binary that links this package, tests included, can be one.
+//
+// It talks to its Local over two pipes, as JSON lines: requests on fd 3
+// (start, signal) and events on fd 4 (ready, replies, exits). Pipes 0-2
+// are /dev/null and the keeper log, so that a dead broker can never cost
+// the keeper a SIGPIPE on stdout or stderr.
+const (
+	keeperEnv      = "STRATA_EXECUTOR_KEEPER"
+	keeperEnvValue = "1"
+	keeperArgv0    = "strata-executor-keeper"
+	keeperReqFD    = 3
+	keeperEventFD  = 4
+)
+
+func init() {
+	if os.Getenv(keeperEnv) != keeperEnvValue {
+		return
+	}
+	os.Unsetenv(keeperEnv)
+	os.Exit(keeperMain())
+}
+
+// request is a message from a Local to its keeper.
+type request struct {
+	Seq uint64 `json:"seq"`
+	Op  string `json:"op"` // "start" or "signal"
+	ID  string `json:"id"`
+
+	Sig int `json:"sig,omitempty"` // signal
+
+	Path       string   `json:"path,omitempty"` // start: resolved argv[0]
+	Argv       []string `json:"argv,omitempty"`
+	Dir        string   `json:"dir,omitempty"`
+	Env        []string `json:"env,omitempty"`
+	Stdout     string   `json:"stdout,omitempty"`
+	Stderr     string   `json:"stderr,omitempty"`
+	StatusFile string   `json:"status_file,omitempty"`
+}
+
+// event is a message from a keeper to its Local: a reply to the request
+// numbered Seq, or (Seq 0) "ready" or "exit".
+type event struct {
+	Seq uint64 `json:"seq,omitempty"`
+	Op  string `json:"op"` // "ready", "started", "signalled", "exit"
+	ID  string `json:"id,omitempty"`
+
+	PID       int       `json:"pid,omitempty"` // ready, started
+	ProcStart uint64    `json:"proc_start,omitempty"`
+	StartedAt time.Time `json:"started_at,omitzero"`
+
+	ErrOp   string `json:"err_op,omitempty"` // a failed request: StartError.Op
+	ErrPath string `json:"err_path,omitempty"`
+	Err     string `json:"err,omitempty"`
+	Errno   int    `json:"errno,omitempty"`
+
+	Status *status `json:"status,omitempty"` // exit
+}
+
+// setErr records err in ev, keeping its errno so the Local can rebuild an
+// error that errors.Is understands.
+func (ev *event) setErr(op, path string, err error) {
+	ev.ErrOp, ev.ErrPath, ev.Err = op, path, err.Error()
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		ev.Errno = int(errno)
+		ev.Err = errno.Error()
+	}
+}
+
+// error rebuilds the error recorded by setErr.
+func (ev *event) error() error {
+	if ev.Errno != 0 {
+		return syscall.Errno(ev.Errno)
+	}
+	return errors.New(ev.Err)
+}
+
+// keeper is the state of a keeper process.
+type keeper struct {
+	devnull *os.File
+	umask   int
+	out     outbox
+
+	// reap is held exclusively while reaping and shared while starting or
+	// signalling: a job's PID (and process group ID) cannot be reused
+	// until it is reaped, so a job seen unreaped under the shared lock can
+	// be signalled safely, and a start registers its PID before the reaper
+	// can collect it.
+	reap sync.RWMutex
+
+	mu   sync.Mutex
+	jobs map[int]*keptJob    // by PID; guarded by mu
+	byID map[string]*keptJob // the same jobs by ID; guarded by mu
+
+	starts  sync.WaitGroup // start requests in flight
+	running sync.WaitGroup // jobs whose status is not yet written
+	sem     chan struct{}  // bounds concurrent forks
+}
+
+type keptJob struct {
+	id, statusFile string
+	pid            int
+	procStart      uint64
+	startedAt      time.Time
+}
+
+func keeperMain() int {
+	in := os.NewFile(keeperReqFD, "requests")
+	outf := os.NewFile(keeperEventFD, "events")
+	if in == nil || outf == nil {
+		fmt.Fprintln(os.Stderr, "strata executor keeper: started without its pipes")
+		return 2
+	}
+	// Inherited descriptors are not close-on-exec; without this every job
+	// would hold the pipes open and the broker would never see the keeper
+	// die.
+	syscall.CloseOnExec(keeperReqFD)
+	syscall.CloseOnExec(keeperEventFD)
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "strata executor keeper:", err)
+		return 1
+	}
+	// Orphaned grandchildren of jobs become our children, so that we reap
+	// them instead of leaving zombies to a possibly negligent init.
+	unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	chld := make(chan os.Signal, 1)
+	signal.Notify(chld, syscall.SIGCHLD)
+	// Signals the broker may have been started with ignored (nohup, a
+	// background shell) are caught here instead: a caught signal is reset
+	// to its default in a child, an ignored one stays ignored, and jobs
+	// must start with default dispositions. The keeper itself has no
+	// terminal (it runs in its own session) and shrugs these off.
+	caught := make(chan os.Signal, 1)
+	signal.Notify(caught, syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGPIPE)
+	go func() {
+		for range caught {
+		}
+	}()
+
+	umask := syscall.Umask(0)
+	syscall.Umask(umask)
+	k := &keeper{
+		devnull: devnull,
+		umask:   umask,
+		jobs:    make(map[int]*keptJob),
+		byID:    make(map[string]*keptJob),
+		sem:     make(chan struct{}, 2*runtime.NumCPU()),
+	}
+	k.out.start(outf)
+	go func() {
+		for range chld {
+			k.reapAll()
+		}
+	}()
+	k.out.send(event{Op: "ready", PID: os.Getpid()})
+
+	dec := json.NewDecoder(bufio.NewReaderSize(in, 64<<10))
+	for {
+		var r request
+		if err := dec.Decode(&r); err != nil {
+			break // the broker has gone (or closed us): detach
+		}
+		switch r.Op {
+		case "start":
+			k.starts.Add(1)
+			k.sem <- struct{}{}
+			go func() {
+				defer func() { <-k.sem; k.starts.Done() }()
+				k.start(r)
+			}()
+		case "signal":
+			k.signal(r)
+		default:
+			ev := event{Seq: r.Seq, Op: r.Op}
+			ev.setErr("request", r.Op, errors.New("unknown request"))
+			k.out.send(ev)
+		}
+	}
+	// Detached: nobody reads events any more. Keep reaping jobs and
+	// writing their status files until the last one ends.
+	k.out.stop()
+	k.starts.Wait()
+	k.running.Wait()
+	return 0
+}
+
+func (k *keeper) start(r request) {
+	k.reap.RLock()
+	defer k.reap.RUnlock()
+	ev := event{Seq: r.Seq, Op: "started", ID: r.ID}
+	stdout, err := k.openOutput(r.Stdout)
+	if err != nil {
+		ev.setErr("stdout", r.Stdout, unwrapPathError(err))
+		k.out.send(ev)
+		return
+	}
+	defer stdout.Close()
+	stderr := stdout
+	if r.Stderr != r.Stdout {
+		if stderr, err = k.openOutput(r.Stderr); err != nil {
+			ev.setErr("stderr", r.Stderr, unwrapPathError(err))
+			k.out.send(ev)
+			return
+		}
+		defer stderr.Close()
+	}
+	pid, err := syscall.ForkExec(r.Path, r.Argv, &syscall.ProcAttr{
+		Dir:   r.Dir,
+		Env:   r.Env,
+		Files: []uintptr{k.devnull.Fd(), stdout.Fd(), stderr.Fd()},
+		Sys:   &syscall.SysProcAttr{Setpgid: true},
+	})
+	if err != nil {
+		ev.setErr("exec", r.Path, err)
+		k.out.send(ev)
+		return
+	}
+	j := &keptJob{id: r.ID, statusFile: r.StatusFile, pid: pid, startedAt: time.Now()}
+	// Unreaped (we hold reap), so /proc/PID/stat is there.
+	j.procStart, _, _ = procStat(pid)
+	k.running.Add(1)
+	k.mu.Lock()
+	k.jobs[pid] = j
+	k.byID[j.id] = j
+	k.mu.Unlock()
+	ev.PID, ev.ProcStart, ev.StartedAt = pid, j.procStart, j.startedAt
+	k.out.send(ev) // before reap is released: a reply always precedes its exit
+}
+
+// openOutput creates or truncates a job's output file. A file it creates
+// gets mode 0644 whatever the umask; an existing file keeps its mode.
+func (k *keeper) openOutput(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err == nil {
+		if k.umask&0o644 != 0 {
+			err = f.Chmod(0o644)
+		}
+		return f, err
+	}
+	if errors.Is(err, fs.ErrExist) {
+		return os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	}
+	return nil, err
+}
+
+func (k *keeper) signal(r request) {
+	k.reap.RLock()
+	defer k.reap.RUnlock()
+	ev := event{Seq: r.Seq, Op: "signalled", ID: r.ID}
+	k.mu.Lock()
+	j := k.byID[r.ID]
+	k.mu.Unlock()
+	if j == nil {
+		ev.setErr("signal", r.ID, syscall.ESRCH)
+	} else if err := unix.Kill(-j.pid, syscall.Signal(r.Sig)); err != nil {
+		ev.setErr("signal", r.ID, err)
+	}
+	k.out.send(ev)
+}
+
+// reapAll collects every exited child. For a job, it kills what is left of
+// the job's process group (a job ends when its main process does), writes
+// the status file, then reports the exit.
+func (k *keeper) reapAll() {
+	for {
+		k.reap.Lock()
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		if pid <= 0 || err != nil {
+			k.reap.Unlock()
+			return
+		}
+		ended := time.Now()
+		k.mu.Lock()
+		j := k.jobs[pid]
+		if j != nil {
+			delete(k.jobs, pid)
+			if k.byID[j.id] == j {
+				delete(k.byID, j.id)
+			}
+		}
+		k.mu.Unlock()
+		if j != nil {
+			// Leftovers still hold the group ID, so it cannot have been
+			// reused yet; with no leftovers this is ESRCH.
+			unix.Kill(-pid, syscall.SIGKILL)
+		}
+		k.reap.Unlock()
+		if j == nil {
+			continue // an orphaned grandchild, reparented to us
+		}
+		code, sig := decodeWait(ws)
+		s := status{ID: j.id, PID: pid, ProcStart: j.procStart, ExitCode: code, Signal: sig, StartedAt: j.startedAt, EndedAt: ended}
+		if err := writeStatus(j.statusFile, s); err != nil {
+			fmt.Fprintf(os.Stderr, "strata executor keeper: job %s: %v\n", j.id, err)
+		}
+		k.out.send(event{Op: "exit", ID: j.id, Status: &s})
+		k.running.Done()
+	}
+}
+
+// outbox queues events for one writer goroutine, so that neither the
+// reaper nor a start ever blocks on a slow or vanished reader, and a burst
+// of events goes out in few writes.
+type outbox struct {
+	mu      sync.Mutex
+	cond    sync.Cond
+	q       []event
+	stopped bool
+}
+
+func (o *outbox) start(f *os.File) {
+	o.cond.L = &o.mu
+	go func() {
+		w := bufio.NewWriterSize(f, 64<<10)
+		enc := json.NewEncoder(w)
+		var batch []event
+		for {
+			o.mu.Lock()
+			for len(o.q) == 0 && !o.stopped {
+				o.cond.Wait()
+			}
+			if o.stopped {
+				o.mu.Unlock()
+				return
+			}
+			batch, o.q = o.q, batch[:0]
+			o.mu.Unlock()
+			for i := range batch {
+				enc.Encode(&batch[i])
+				batch[i] = event{}
+			}
+			if w.Flush() != nil {
+				o.stop() // the reader is gone
+				return
+			}
+		}
+	}()
+}
+
+func (o *outbox) send(ev event) {
+	o.mu.Lock()
+	if !o.stopped {
+		o.q = append(o.q, ev)
+		o.cond.Signal()
+	}
+	o.mu.Unlock()
+}
+
+func (o *outbox) stop() {
+	o.mu.Lock()
+	o.stopped = true
+	o.q = nil
+	o.cond.Signal()
+	o.mu.Unlock()
+}
