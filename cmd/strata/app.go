@@ -36,6 +36,7 @@ func newApp() *cli.App {
 		Commands: []*cli.Command{
 			versionCommand(),
 			simCommand(),
+			brokerCommand(),
 		},
 	}
 }

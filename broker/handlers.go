@@ -1,0 +1,243 @@
+package broker
+
+import (
+	"context"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/strata-hpc/strata/api"
+	"github.com/strata-hpc/strata/instance"
+)
+
+// handler serves one instance path through the core.
+func (r *Runtime) handler(path string) Handler {
+	return Mux{
+		api.OpSubmit:    func(ctx context.Context, q Request) (any, error) { return r.submit(ctx, q) },
+		api.OpCancel:    func(ctx context.Context, q Request) (any, error) { return r.cancel(ctx, q) },
+		api.OpUpdate:    func(ctx context.Context, q Request) (any, error) { return r.update(ctx, q) },
+		api.OpJob:       func(ctx context.Context, q Request) (any, error) { return r.job(ctx, q) },
+		api.OpJobs:      func(ctx context.Context, q Request) (any, error) { return r.jobs(ctx, q) },
+		api.OpWait:      func(ctx context.Context, q Request) (any, error) { return r.wait(ctx, q) },
+		api.OpResources: func(ctx context.Context, q Request) (any, error) { return r.resources(ctx, q) },
+	}
+}
+
+func actor(q Request) instance.Actor { return instance.Actor{User: q.User, Admin: q.Admin} }
+
+func (r *Runtime) submit(ctx context.Context, q Request) (any, error) {
+	var sr api.SubmitRequest
+	if err := q.Decode(&sr); err != nil {
+		return nil, err
+	}
+	if err := sr.Validate(); err != nil {
+		return nil, err
+	}
+	if sr.Cwd == "" || !strings.HasPrefix(sr.Cwd, "/") {
+		return nil, api.Errorf(api.CodeInvalidArgument, "cwd %q is not an absolute path: submit from the directory the job should run in", sr.Cwd)
+	}
+	if fi, err := os.Stat(sr.Cwd); err != nil || !fi.IsDir() {
+		return nil, api.Errorf(api.CodeInvalidArgument, "cwd %s is not a directory on the broker's machine", sr.Cwd)
+	}
+	spec := instance.Spec{
+		Name: sr.Name, Nodes: sr.Nodes, Walltime: instance.Duration(sr.Walltime), Slots: sr.QPU,
+		Resv: sr.Resv, Hold: sr.Hold, Requeue: sr.Requeue,
+	}
+	if !sr.Begin.IsZero() {
+		spec.Begin = instance.Time(sr.Begin.Unix())
+	}
+	for _, d := range sr.Dependencies() {
+		k := map[api.DependencyType]instance.DepKind{api.AfterOK: instance.AfterOK, api.AfterAny: instance.AfterAny, api.AfterNotOK: instance.AfterNotOK}[d.Type]
+		spec.Deps = append(spec.Deps, instance.Dep{Kind: k, Job: instance.JobID(d.Job)})
+	}
+	meta := &jobMeta{Command: sr.Command, Cwd: sr.Cwd, Env: sr.Env, Stdout: sr.Stdout, Stderr: sr.Stderr}
+	v, err := r.do(ctx, func(now instance.Time) (any, error) {
+		id, err := r.in.Submit(now, actor(q), q.Path, spec)
+		if err != nil {
+			return nil, coreError(err)
+		}
+		r.meta[id] = meta // persisted with the record by apply
+		j, _ := r.in.Job(id)
+		return r.apiJob(j), nil
+	})
+	return v, err
+}
+
+func (r *Runtime) cancel(ctx context.Context, q Request) (any, error) {
+	var cr api.CancelRequest
+	if err := q.Decode(&cr); err != nil {
+		return nil, err
+	}
+	return r.do(ctx, func(now instance.Time) (any, error) {
+		if err := r.in.Cancel(now, actor(q), instance.JobID(cr.ID)); err != nil {
+			return nil, coreError(err)
+		}
+		j, _ := r.in.Job(instance.JobID(cr.ID))
+		return r.apiJob(j), nil
+	})
+}
+
+func (r *Runtime) update(ctx context.Context, q Request) (any, error) {
+	var ur api.UpdateRequest
+	if err := q.Decode(&ur); err != nil {
+		return nil, err
+	}
+	if err := ur.Validate(); err != nil {
+		return nil, err
+	}
+	var u instance.Update
+	switch {
+	case ur.Hold:
+		h := true
+		u.Hold = &h
+	case ur.Release:
+		h := false
+		u.Hold = &h
+	}
+	if ur.Resv != "" || ur.NoResv {
+		rv := ur.Resv
+		u.Resv = &rv
+	}
+	u.Walltime = instance.Duration(ur.Walltime)
+	if !ur.Begin.IsZero() {
+		b := instance.Time(ur.Begin.Unix())
+		u.Begin = &b
+	}
+	return r.do(ctx, func(now instance.Time) (any, error) {
+		if err := r.in.Update(now, actor(q), instance.JobID(ur.ID), u); err != nil {
+			return nil, coreError(err)
+		}
+		j, _ := r.in.Job(instance.JobID(ur.ID))
+		return r.apiJob(j), nil
+	})
+}
+
+// visible returns job id if q's user may see it.
+func (r *Runtime) visible(q Request, id api.JobID) (instance.Job, error) {
+	j, ok := r.in.Job(instance.JobID(id))
+	if !ok {
+		return j, api.Errorf(api.CodeNotFound, "no job %d; list your jobs with 'strata jobs'", id)
+	}
+	if !q.Admin && j.Spec.User != q.User {
+		return j, api.Errorf(api.CodePermissionDenied, "job %d belongs to %s; you may see only your own jobs", id, j.Spec.User)
+	}
+	return j, nil
+}
+
+func (r *Runtime) job(_ context.Context, q Request) (any, error) {
+	var jr api.JobRequest
+	if err := q.Decode(&jr); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	j, err := r.visible(q, jr.ID)
+	if err != nil {
+		return nil, err
+	}
+	return r.apiJob(j), nil
+}
+
+func (r *Runtime) jobs(_ context.Context, q Request) (any, error) {
+	var jr api.JobsRequest
+	if err := q.Decode(&jr); err != nil {
+		return nil, err
+	}
+	user := q.User
+	switch {
+	case jr.User == "*" || (jr.User == "" && q.Admin && jr.All):
+		user = ""
+	case jr.User != "":
+		user = jr.User
+	}
+	if user != q.User && !q.Admin {
+		return nil, api.Errorf(api.CodePermissionDenied, "only admins list other users' jobs")
+	}
+	states := map[string]bool{}
+	for _, s := range jr.State {
+		if !s.Valid() {
+			return nil, api.Errorf(api.CodeInvalidArgument, "unknown state %q: use pending, running, completed, failed, cancelled, timeout or killed", s)
+		}
+		states[string(s)] = true
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	inst, ok := r.in.Child(q.Path)
+	if !ok {
+		return nil, api.Errorf(api.CodeNotFound, "no instance %s", q.Path)
+	}
+	out := api.JobsReply{Jobs: []api.Job{}}
+	for _, j := range inst.Jobs(func(j *instance.Job) bool {
+		if user != "" && j.Spec.User != user {
+			return false
+		}
+		if len(states) > 0 {
+			return states[j.State.String()]
+		}
+		return jr.All || !j.State.Final()
+	}) {
+		out.Jobs = append(out.Jobs, r.apiJob(j))
+	}
+	return out, nil
+}
+
+func (r *Runtime) wait(ctx context.Context, q Request) (any, error) {
+	var wr api.WaitRequest
+	if err := q.Decode(&wr); err != nil {
+		return nil, err
+	}
+	timeout := 10 * time.Second
+	if wr.TimeoutMS > 0 {
+		timeout = min(time.Duration(wr.TimeoutMS)*time.Millisecond, time.Minute)
+	}
+	r.mu.Lock()
+	j, err := r.visible(q, wr.ID)
+	if err != nil || j.State.Final() {
+		r.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		return r.apiJob(j), nil
+	}
+	c := make(chan struct{})
+	r.waiters[j.ID] = append(r.waiters[j.ID], c)
+	r.mu.Unlock()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-c:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	j, _ = r.in.Job(j.ID)
+	return r.apiJob(j), nil
+}
+
+func (r *Runtime) resources(_ context.Context, q Request) (any, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	inst, ok := r.in.Child(q.Path)
+	if !ok {
+		return nil, api.Errorf(api.CodeNotFound, "no instance %s", q.Path)
+	}
+	nodes, pools := inst.Usage(r.now())
+	out := api.ResourcesReply{Nodes: make([]api.NodeStatus, len(nodes))}
+	for i, n := range nodes {
+		st := api.NodeStatus{Name: n.Name, State: api.NodeFree}
+		switch {
+		case n.Job != 0:
+			st.State, st.Job = api.NodeAllocated, api.JobID(n.Job)
+		case n.Resv != "":
+			st.State, st.Resv = api.NodeReserved, n.Resv
+		}
+		out.Nodes[i] = st
+	}
+	sort.Slice(pools, func(a, b int) bool { return pools[a].Name < pools[b].Name })
+	for _, p := range pools {
+		out.QPUs = append(out.QPUs, api.QPUStatus{Name: p.Name, Total: p.Total, Used: p.Used, Available: p.Total - p.Used})
+	}
+	return out, nil
+}

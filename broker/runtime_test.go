@@ -1,0 +1,186 @@
+package broker_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strata-hpc/strata/api"
+	"github.com/strata-hpc/strata/broker"
+	"github.com/strata-hpc/strata/client"
+	"github.com/strata-hpc/strata/instance"
+	"github.com/strata-hpc/strata/internal/hostlist"
+	"github.com/strata-hpc/strata/timeline"
+)
+
+// runtime starts a broker with the runtime on dir: 4 nodes, easy, a short
+// kill grace.
+func runtime(t *testing.T, dir string) (*broker.Broker, *broker.Runtime) {
+	t.Helper()
+	b := startBroker(t, dir)
+	nodes, _ := hostlist.Parse("n[0-3]")
+	rt, err := b.RunInstances(broker.Resources{Nodes: nodes, QPUs: []timeline.Pool{{Name: "qpu0", Size: 2}},
+		Policy: instance.EASY, KillGrace: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return b, rt
+}
+
+// userClient adds user name (if needed) and dials the root as them.
+func userClient(t *testing.T, b *broker.Broker, name string) *client.Client {
+	t.Helper()
+	ctx := context.Background()
+	rep, err := b.AddUser(ctx, api.UserAddRequest{Name: name, Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), name+".creds")
+	if err := os.WriteFile(f, []byte(rep.Creds), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.Dial(b.URI("root"), client.WithCreds(f))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func submit(t *testing.T, c *client.Client, argv ...string) api.Job {
+	t.Helper()
+	var j api.Job
+	err := c.Call(context.Background(), api.OpSubmit, api.SubmitRequest{Nodes: 1, Walltime: 60, Command: argv, Cwd: t.TempDir()}, &j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+func waitJob(t *testing.T, c *client.Client, id api.JobID) api.Job {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		var j api.Job
+		if err := c.Call(context.Background(), api.OpWait, api.WaitRequest{ID: id, TimeoutMS: 5000}, &j); err != nil {
+			t.Fatal(err)
+		}
+		if j.State.Terminal() {
+			return j
+		}
+	}
+	t.Fatalf("job %d did not end", id)
+	return api.Job{}
+}
+
+func TestRuntimeRunsJobs(t *testing.T) {
+	b, _ := runtime(t, "")
+	alice := userClient(t, b, "alice")
+	j := submit(t, alice, "sh", "-c", "echo hello from $STRATA_JOBID on $STRATA_NODELIST; exit 3")
+	if j.State != api.JobPending && j.State != api.JobRunning {
+		t.Fatalf("new job is %s", j.State)
+	}
+	j = waitJob(t, alice, j.ID)
+	if j.State != api.JobFailed || j.ExitCode == nil || *j.ExitCode != 3 {
+		t.Fatalf("job ended %s with %v, want failed with exit code 3", j.State, j.ExitCode)
+	}
+	out, err := os.ReadFile(filepath.Join(j.Cwd, "strata-"+j.ID.String()+".out"))
+	if err != nil || !strings.Contains(string(out), "hello from "+j.ID.String()+" on n0") {
+		t.Errorf("job output %q (%v)", out, err)
+	}
+	if j.Nodes != "n0" || j.NNodes != 1 || j.StartTime.IsZero() || j.EndTime.IsZero() || len(j.Events) < 3 {
+		t.Errorf("record %+v", j)
+	}
+	ok := waitJob(t, alice, submit(t, alice, "true").ID)
+	if ok.State != api.JobCompleted || *ok.ExitCode != 0 {
+		t.Errorf("true ended %s", ok.State)
+	}
+	bad := waitJob(t, alice, submit(t, alice, "/no/such/program").ID)
+	if bad.State != api.JobFailed || !strings.Contains(bad.Reason, "could not start") {
+		t.Errorf("a missing program: %s: %s", bad.State, bad.Reason)
+	}
+}
+
+func TestRuntimeCancelTimeoutAndOwnership(t *testing.T) {
+	b, _ := runtime(t, "")
+	alice, bob := userClient(t, b, "alice"), userClient(t, b, "bob")
+	ctx := context.Background()
+	long := submit(t, alice, "sleep", "30")
+	var j api.Job
+	err := bob.Call(ctx, api.OpCancel, api.CancelRequest{ID: long.ID}, &j)
+	if !errors.Is(err, api.ErrPermissionDenied) || !strings.Contains(err.Error(), "belongs to alice") {
+		t.Fatalf("bob cancelling alice's job: %v", err)
+	}
+	err = bob.Call(ctx, api.OpUpdate, api.UpdateRequest{ID: long.ID, Hold: true}, &j)
+	if !errors.Is(err, api.ErrPermissionDenied) {
+		t.Fatalf("bob updating alice's job: %v", err)
+	}
+	if err := bob.Call(ctx, api.OpJob, api.JobRequest{ID: long.ID}, &j); !errors.Is(err, api.ErrPermissionDenied) {
+		t.Fatalf("bob reading alice's job: %v", err)
+	}
+	if err := alice.Call(ctx, api.OpCancel, api.CancelRequest{ID: long.ID}, &j); err != nil {
+		t.Fatal(err)
+	}
+	j = waitJob(t, alice, long.ID)
+	if j.State != api.JobCancelled || j.Reason != "cancelled by alice" {
+		t.Errorf("cancelled job: %s: %s", j.State, j.Reason)
+	}
+	// A walltime of 1 s on a job that ignores SIGTERM: killed at the limit
+	// and SIGKILLed after the grace period.
+	var tj api.Job
+	err = alice.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 1, Walltime: 1, Command: []string{"sh", "-c", "trap '' TERM; sleep 30"}, Cwd: t.TempDir()}, &tj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tj = waitJob(t, alice, tj.ID)
+	if tj.State != api.JobTimeout || !strings.Contains(tj.Reason, "walltime") {
+		t.Errorf("walltime kill: %s: %s", tj.State, tj.Reason)
+	}
+	var list api.JobsReply
+	if err := bob.Call(ctx, api.OpJobs, api.JobsRequest{All: true}, &list); err != nil || len(list.Jobs) != 0 {
+		t.Errorf("bob sees %d jobs (%v), want none of alice's", len(list.Jobs), err)
+	}
+	if err := bob.Call(ctx, api.OpJobs, api.JobsRequest{User: "alice"}, &list); !errors.Is(err, api.ErrPermissionDenied) {
+		t.Errorf("bob listing alice's jobs: %v", err)
+	}
+	if err := alice.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 9, Walltime: 1, Command: []string{"true"}, Cwd: "/"}, &j); !errors.Is(err, api.ErrInvalidArgument) || !strings.Contains(err.Error(), "has only 4") {
+		t.Errorf("9 nodes of 4: %v", err)
+	}
+}
+
+// TestRuntimeRestart stops a broker with a queue and a running job, starts
+// another on the same state, and finds everything back: the pending jobs
+// queued, the running job adopted and ending with its real exit code.
+func TestRuntimeRestart(t *testing.T) {
+	dir := t.TempDir()
+	b, rt := runtime(t, dir)
+	alice := userClient(t, b, "alice")
+	ctx := context.Background()
+	run := submit(t, alice, "sh", "-c", "sleep 1; exit 7")
+	var held api.Job
+	if err := alice.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 2, Walltime: 60, Hold: true, Command: []string{"true"}, Cwd: t.TempDir()}, &held); err != nil {
+		t.Fatal(err)
+	}
+	rt.Close()
+	b.Shutdown()
+
+	b2, _ := runtime(t, dir)
+	alice2 := userClient(t, b2, "alice")
+	var j api.Job
+	if err := alice2.Call(ctx, api.OpJob, api.JobRequest{ID: held.ID}, &j); err != nil || j.State != api.JobPending || !j.Hold {
+		t.Fatalf("held job after restart: %+v, %v", j, err)
+	}
+	j = waitJob(t, alice2, run.ID)
+	if j.State != api.JobFailed || *j.ExitCode != 7 {
+		t.Fatalf("adopted job ended %s with %v, want failed with 7", j.State, j.ExitCode)
+	}
+	next := submit(t, alice2, "true")
+	if next.ID <= held.ID {
+		t.Errorf("new job ID %d reuses an old one (last %d)", next.ID, held.ID)
+	}
+}
