@@ -3,6 +3,8 @@ package instance
 import (
 	"fmt"
 
+	"github.com/strata-hpc/strata/internal/hostlist"
+
 	"github.com/strata-hpc/strata/timeline"
 )
 
@@ -98,6 +100,7 @@ type Event struct {
 	Time   Time
 	State  State
 	Reason string
+	nodes  []string // a start's nodes, written into Reason when the record is read
 }
 
 // Termination is the state of ending a running job.
@@ -156,6 +159,12 @@ func (j *Job) copy() Job {
 		c.Reason = j.inst.pendingReason(j)
 	}
 	c.Events = append([]Event(nil), j.Events...)
+	for i, e := range c.Events {
+		if e.nodes != nil {
+			c.Events[i].Reason = e.Reason + " on " + hostlist.Format(e.nodes)
+			c.Events[i].nodes = nil
+		}
+	}
 	c.Nodes = append([]string(nil), j.Nodes...)
 	c.Spec.NodeList = append([]string(nil), j.Spec.NodeList...)
 	c.Spec.Deps = append([]Dep(nil), j.Spec.Deps...)

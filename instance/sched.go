@@ -276,10 +276,12 @@ func (in *Instance) start(now Time, j *Job, nodes timeline.NodeSet) {
 	j.PlannedStart = 0
 	in.run[j.ID] = j
 	in.setDeadline(j, now+Time(j.Spec.Walltime))
-	// The nodes are in the record; formatting them here for every start
-	// would cost more than the rest of the decision.
+	// The nodes are written into the event's reason only when the record
+	// is read: formatting them at every start would cost more than the
+	// rest of the decision.
 	reason := "started"
 	in.transition(now, j, Running, reason)
+	j.Events[len(j.Events)-1].nodes = j.Nodes
 	e := Effect{Kind: StartJob, Path: in.path, Job: j.ID, Nodes: j.Nodes, Reason: reason}
 	if j.Spec.Child {
 		e.ChildPath = childPath(j)
