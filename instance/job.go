@@ -165,6 +165,9 @@ func (j *Job) copy() Job {
 			c.Events[i].nodes = nil
 		}
 	}
+	if j.State == Running && len(c.Events) > 0 {
+		c.Reason = c.Events[len(c.Events)-1].Reason
+	}
 	c.Nodes = append([]string(nil), j.Nodes...)
 	c.Spec.NodeList = append([]string(nil), j.Spec.NodeList...)
 	c.Spec.Deps = append([]Dep(nil), j.Spec.Deps...)
