@@ -202,7 +202,6 @@ func (d *demo) run() error {
 	return nil
 }
 
-
 // quoteArgs writes argv as it would be typed at a shell.
 func quoteArgs(argv []string) string {
 	out := make([]string, len(argv))
