@@ -234,8 +234,8 @@ func (in *Instance) compress(now Time) {
 		if err := in.tl.Remove(spanOf(j.ID)); err != nil {
 			panic(fmt.Sprintf("instance: planned job %d has no span: %v", j.ID, err))
 		}
-		t, nodes, err := in.tl.EarliestFit(in.request(j), in.notBefore(now, j), in.hold(j))
-		if err != nil || t > old {
+		t, nodes, ok := in.tl.EarliestFitBefore(in.request(j), in.notBefore(now, j), in.hold(j), old)
+		if !ok {
 			t, nodes = old, j.nodeSet
 		}
 		in.sh.wakes.Delete(wake{t: old, kind: wakePlan, id: int64(j.ID)})

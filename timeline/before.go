@@ -1,0 +1,35 @@
+package timeline
+
+// EarliestFitBefore is EarliestFit restricted to starts before limit: it
+// returns the earliest start in [notBefore, limit) at which req fits for d
+// seconds, with the nodes Fits would choose there, or ok false when there is
+// none (or the request is invalid, for any reason EarliestFit lists). It
+// stops as soon as the candidate start reaches limit, so asking "can this
+// planned job move earlier than its planned start?" costs little when the
+// answer is no: the count dimensions rule most candidates out before any
+// node-level check.
+func (t *Timeline) EarliestFitBefore(req Request, notBefore Time, d Duration, limit Time) (Time, NodeSet, bool) {
+	p, err := t.plan(req)
+	if err != nil || t.checkDuration(notBefore, d) != nil {
+		return 0, NodeSet{}, false
+	}
+	c := notBefore
+	for c < limit {
+		var ok bool
+		if c, ok = t.countsFit(p.amt, c, d); !ok || c >= limit {
+			return 0, NodeSet{}, false
+		}
+		if p.n == 0 {
+			return c, NodeSet{}, true
+		}
+		nodes, ok, next := t.nodeFit(p, c, c+Time(d), true)
+		if ok {
+			return c, nodes, true
+		}
+		if next <= c || next > t.res.horizon-Time(d) {
+			return 0, NodeSet{}, false
+		}
+		c = next
+	}
+	return 0, NodeSet{}, false
+}
