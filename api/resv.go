@@ -1,0 +1,62 @@
+package api
+
+import "time"
+
+// Reservation operations, served on the instance that owns the window
+// (root, for the DATs staff create). All but list and show are for admins.
+const (
+	OpResvCreate = "resv-create" // ResvCreateRequest → Resv (or, with DryRun, the plan as a Resv with state "planned")
+	OpResvList   = "resv-list"   // no request → ResvsReply
+	OpResvShow   = "resv-show"   // ResvRequest → Resv
+	OpResvDelete = "resv-delete" // ResvRequest → Resv (as it is after)
+)
+
+// ResvCreateRequest asks for a reservation (a DAT).
+type ResvCreateRequest struct {
+	Name          string         `json:"name"`
+	Start         time.Time      `json:"start"`
+	End           time.Time      `json:"end"`
+	Nodes         int            `json:"nodes,omitempty"`    // how many; the broker chooses
+	NodeList      string         `json:"nodelist,omitempty"` // or exactly these (a hostlist)
+	QPU           map[string]int `json:"qpu,omitempty"`
+	Users         []string       `json:"users,omitempty"`
+	Overlap       string         `json:"overlap,omitempty"` // drain (default) or kill
+	GraceS        int64          `json:"grace_s,omitempty"` // SIGTERM to SIGKILL for killed jobs
+	RequeueKilled bool           `json:"requeue_killed,omitempty"`
+	DryRun        bool           `json:"dry_run,omitempty"`
+}
+
+// ResvRequest names a reservation.
+type ResvRequest struct {
+	Name string `json:"name"`
+}
+
+// KilledJob is a job a reservation kills (or would kill) at its start.
+type KilledJob struct {
+	ID    JobID  `json:"id"`
+	User  string `json:"user"`
+	Nodes string `json:"nodes"`
+}
+
+// Resv is a reservation record.
+type Resv struct {
+	Name          string         `json:"name"`
+	State         string         `json:"state"` // pending, active, ended, cancelled (planned for a dry run)
+	Start         time.Time      `json:"start"`
+	End           time.Time      `json:"end"`
+	Nodes         string         `json:"nodes"` // hostlist
+	NNodes        int            `json:"nnodes"`
+	QPU           map[string]int `json:"qpu,omitempty"`
+	Users         []string       `json:"users"`
+	Overlap       string         `json:"overlap"`
+	GraceS        int64          `json:"grace_s"`
+	RequeueKilled bool           `json:"requeue_killed,omitempty"`
+	URI           string         `json:"uri,omitempty"` // while active
+	Killed        []KilledJob    `json:"killed"`        // killed at its start, or that would be (dry run)
+	Path          string         `json:"path"`
+}
+
+// ResvsReply lists reservations by start.
+type ResvsReply struct {
+	Resvs []Resv `json:"resvs"`
+}
