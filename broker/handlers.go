@@ -13,7 +13,7 @@ import (
 
 // handler serves one instance path through the core.
 func (r *Runtime) handler(path string) Handler {
-	return Mux{
+	m := Mux{
 		api.OpSubmit:    func(ctx context.Context, q Request) (any, error) { return r.submit(ctx, q) },
 		api.OpCancel:    func(ctx context.Context, q Request) (any, error) { return r.cancel(ctx, q) },
 		api.OpUpdate:    func(ctx context.Context, q Request) (any, error) { return r.update(ctx, q) },
@@ -22,6 +22,8 @@ func (r *Runtime) handler(path string) Handler {
 		api.OpWait:      func(ctx context.Context, q Request) (any, error) { return r.wait(ctx, q) },
 		api.OpResources: func(ctx context.Context, q Request) (any, error) { return r.resources(ctx, q) },
 	}
+	r.resvOps(m)
+	return m
 }
 
 func actor(q Request) instance.Actor { return instance.Actor{User: q.User, Admin: q.Admin} }

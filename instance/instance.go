@@ -521,8 +521,12 @@ func (in *Instance) fireDeadline(now Time, j *Job) {
 			j.Term.EndState, j.Term.EndReason = Timeout, fmt.Sprintf("walltime %s reached", fmtDur(j.Spec.Walltime))
 		}
 		in.sh.emit(Effect{Kind: SignalJob, Path: in.path, Job: j.ID, Signal: syscall.SIGTERM, Reason: j.Term.EndReason})
-		in.setDeadline(j, now+Time(in.cfg.KillGrace))
-		if in.cfg.KillGrace > 0 {
+		grace := in.cfg.KillGrace
+		if j.Term.Grace > 0 {
+			grace = j.Term.Grace
+		}
+		in.setDeadline(j, now+Time(grace))
+		if grace > 0 {
 			return
 		}
 	}

@@ -111,6 +111,7 @@ type Termination struct {
 	EndReason string // and why
 	KillResv  string // the reservation that will kill it at KillAt
 	KillAt    Time
+	Grace     Duration // SIGTERM to SIGKILL, when not the instance's
 }
 
 // Job is a job's record. The instance owns it; callers get copies from Job

@@ -251,6 +251,7 @@ func (in *Instance) startResv(now Time, r *Resv) {
 		}
 		on := hostlist.Format(p.names(j.nodeSet.Intersect(p.resvNodes(r))))
 		j.Term.EndState, j.Term.EndReason = Killed, fmt.Sprintf("killed: reservation %s started on %s", r.Name, on)
+		j.Term.Grace = r.Grace
 		r.Killed = append(r.Killed, j.ID)
 		p.terminate(now, j)
 		in.sh.changed(j)

@@ -65,4 +65,5 @@ func (in *Instance) Usage(now Time) ([]NodeUse, []PoolUse) {
 	return nodes, out
 }
 
-var _ = timeline.MaxTime
+// NodeNames returns the names of the nodes of s, in index order.
+func (in *Instance) NodeNames(s timeline.NodeSet) []string { return in.names(s) }

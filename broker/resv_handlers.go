@@ -1,0 +1,144 @@
+package broker
+
+import (
+	"context"
+	"sort"
+
+	"github.com/strata-hpc/strata/api"
+	"github.com/strata-hpc/strata/instance"
+	"github.com/strata-hpc/strata/internal/hostlist"
+	"github.com/strata-hpc/strata/resv"
+)
+
+// resvOps are the reservation operations of an instance.
+func (r *Runtime) resvOps(m Mux) {
+	m[api.OpResvCreate] = r.resvCreate
+	m[api.OpResvList] = r.resvList
+	m[api.OpResvShow] = r.resvShow
+	m[api.OpResvDelete] = r.resvDelete
+}
+
+func (r *Runtime) resvCreate(ctx context.Context, q Request) (any, error) {
+	var cr api.ResvCreateRequest
+	if err := q.Decode(&cr); err != nil {
+		return nil, err
+	}
+	if !q.Admin {
+		return nil, api.Errorf(api.CodePermissionDenied, "only admins create reservations; ask your centre's staff")
+	}
+	ov, err := resv.ParseOverlap(cr.Overlap)
+	if err != nil {
+		return nil, api.Errorf(api.CodeInvalidArgument, "%v", err)
+	}
+	if cr.Start.IsZero() || cr.End.IsZero() {
+		return nil, api.Errorf(api.CodeInvalidArgument, "a reservation needs a start and an end (or a duration)")
+	}
+	spec := resv.Spec{
+		Name: cr.Name, Start: instance.Time(cr.Start.Unix()), End: instance.Time(cr.End.Unix()),
+		Nodes: cr.Nodes, Slots: cr.QPU, Users: cr.Users, Overlap: ov,
+		Grace: instance.Duration(cr.GraceS), RequeueKilled: cr.RequeueKilled,
+	}
+	if cr.NodeList != "" {
+		names, err := hostlist.Parse(cr.NodeList)
+		if err != nil {
+			return nil, api.Errorf(api.CodeInvalidArgument, "nodelist: %v", err)
+		}
+		spec.NodeList = names
+	}
+	return r.do(ctx, func(now instance.Time) (any, error) {
+		inst, ok := r.in.Child(q.Path)
+		if !ok {
+			return nil, api.Errorf(api.CodeNotFound, "no instance %s", q.Path)
+		}
+		if cr.DryRun {
+			if err := spec.Validate(now); err != nil {
+				return nil, api.Errorf(api.CodeInvalidArgument, "%v", err)
+			}
+			plan, err := inst.PlanResv(spec)
+			if err != nil {
+				return nil, coreError(err)
+			}
+			out := r.apiResv(instance.Resv{Spec: spec, Path: q.Path + "." + spec.Name, Parent: q.Path, NodeNames: inst.NodeNames(plan.Nodes)})
+			out.State = "planned"
+			out.Killed = r.killed(plan.Kill)
+			return out, nil
+		}
+		rv, err := inst.AddResv(now, actor(q), spec)
+		if err != nil {
+			return nil, coreError(err)
+		}
+		out := r.apiResv(rv)
+		// The jobs marked to die at the start, for the admin to see now.
+		var marked []instance.JobID
+		for _, j := range inst.Jobs(func(j *instance.Job) bool { return j.Term.KillResv == rv.Name }) {
+			marked = append(marked, j.ID)
+		}
+		out.Killed = r.killed(marked)
+		return out, nil
+	})
+}
+
+func (r *Runtime) killed(ids []instance.JobID) []api.KilledJob {
+	out := []api.KilledJob{}
+	for _, id := range ids {
+		if j, ok := r.in.Job(id); ok {
+			out = append(out, api.KilledJob{ID: api.JobID(id), User: j.Spec.User, Nodes: hostlist.Format(j.Nodes)})
+		}
+	}
+	return out
+}
+
+func (r *Runtime) apiResv(rv instance.Resv) api.Resv {
+	users := append([]string{}, rv.Users...)
+	sort.Strings(users)
+	out := api.Resv{
+		Name: rv.Name, State: rv.State.String(), Start: unix(rv.Start), End: unix(rv.End),
+		Nodes: hostlist.Format(rv.NodeNames), NNodes: len(rv.NodeNames), QPU: rv.Slots, Users: users,
+		Overlap: rv.Overlap.String(), GraceS: int64(rv.Grace), RequeueKilled: rv.RequeueKilled,
+		Killed: r.killed(rv.Killed), Path: rv.Path,
+	}
+	if rv.State == resv.Active {
+		out.URI = r.b.URI(rv.Path)
+	}
+	return out
+}
+
+func (r *Runtime) resvList(_ context.Context, q Request) (any, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := api.ResvsReply{Resvs: []api.Resv{}}
+	for _, rv := range r.in.Resvs() {
+		if rv.Parent == q.Path {
+			out.Resvs = append(out.Resvs, r.apiResv(rv))
+		}
+	}
+	return out, nil
+}
+
+func (r *Runtime) resvShow(_ context.Context, q Request) (any, error) {
+	var rq api.ResvRequest
+	if err := q.Decode(&rq); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rv, ok := r.in.Resv(rq.Name)
+	if !ok {
+		return nil, api.Errorf(api.CodeNotFound, "no reservation named %q; list them with 'strata resv list'", rq.Name)
+	}
+	return r.apiResv(rv), nil
+}
+
+func (r *Runtime) resvDelete(ctx context.Context, q Request) (any, error) {
+	var rq api.ResvRequest
+	if err := q.Decode(&rq); err != nil {
+		return nil, err
+	}
+	return r.do(ctx, func(now instance.Time) (any, error) {
+		if err := r.in.RemoveResv(now, actor(q), rq.Name); err != nil {
+			return nil, coreError(err)
+		}
+		rv, _ := r.in.Resv(rq.Name)
+		return r.apiResv(rv), nil
+	})
+}
