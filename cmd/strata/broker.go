@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -42,6 +45,7 @@ func brokerCommand() *cli.Command {
 				&cli.StringFlag{Name: "kill-grace", Value: "10s", Usage: "from SIGTERM to SIGKILL when a job is ended"},
 				&cli.StringSliceFlag{Name: "admin", Usage: "a user with administrator rights (repeatable; 'admin' always is one)"},
 				&cli.BoolFlag{Name: "debug", Usage: "log debug messages"},
+				&cli.StringFlag{Name: "config", Usage: "a JSON file of flag values, e.g. {\"nodes\": \"node[0-63]\", \"qpu\": [\"qpu0:4\"], \"policy\": \"conservative\"}; flags on the command line win"},
 			},
 			Action: runBroker,
 		}},
@@ -49,6 +53,11 @@ func brokerCommand() *cli.Command {
 }
 
 func runBroker(c *cli.Context) error {
+	if f := c.String("config"); f != "" {
+		if err := applyConfig(c, f); err != nil {
+			return usageErr(err)
+		}
+	}
 	nodes, err := hostlist.Parse(c.String("nodes"))
 	if err != nil {
 		return usageErr(fmt.Errorf("--nodes: %w", err))
@@ -119,4 +128,54 @@ func parseQPU(s string) (string, int, error) {
 		return "", 0, fmt.Errorf("use NAME:SLOTS with SLOTS a whole number >= 1, e.g. qpu0:4")
 	}
 	return name, slots, nil
+}
+
+// applyConfig sets every flag named in the JSON object in file that was not
+// given on the command line. Values are strings, numbers, booleans, or lists
+// of strings for repeatable flags.
+func applyConfig(c *cli.Context, file string) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return fmt.Errorf("--config: %w", err)
+	}
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil {
+		return fmt.Errorf("--config %s: not a JSON object of flag values: %w", file, err)
+	}
+	known := map[string]bool{}
+	for _, f := range c.Command.Flags {
+		for _, n := range f.Names() {
+			known[n] = true
+		}
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !known[k] || k == "config" {
+			return fmt.Errorf("--config %s: unknown setting %q; use the names of the flags of 'strata broker start'", file, k)
+		}
+		if c.IsSet(k) {
+			continue
+		}
+		var vals []string
+		switch v := m[k].(type) {
+		case []any:
+			for _, e := range v {
+				vals = append(vals, fmt.Sprint(e))
+			}
+		default:
+			vals = []string{fmt.Sprint(v)}
+		}
+		for _, v := range vals { // the first Set of a list flag replaces its default
+			if err := c.Set(k, v); err != nil {
+				return fmt.Errorf("--config %s: %s=%v: %w", file, k, v, err)
+			}
+		}
+	}
+	return nil
 }
