@@ -33,11 +33,14 @@ func newApp() *cli.App {
 		Usage:                "a hierarchical resource broker with advance reservations and QPU slots",
 		Version:              version,
 		EnableBashCompletion: true,
-		Commands: []*cli.Command{
+		Flags:                globalFlags(),
+		OnUsageError:         onUsageError,
+		Action:               appAction,
+		Commands: append([]*cli.Command{
 			versionCommand(),
 			simCommand(),
 			brokerCommand(),
-		},
+		}, userCommands()...),
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 
 func main() {
 	app := newApp()
-	if err := app.Run(os.Args); err != nil {
+	if err := app.Run(permuteArgs(app, os.Args)); err != nil {
 		fmt.Fprintln(os.Stderr, "strata:", err)
 		os.Exit(exitCode(err))
 	}
