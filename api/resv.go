@@ -60,3 +60,19 @@ type Resv struct {
 type ResvsReply struct {
 	Resvs []Resv `json:"resvs"`
 }
+
+// OpResvUpdate changes a reservation (admins only): ResvUpdateRequest → Resv
+// (with DryRun, the plan, state "planned", and the jobs it would kill).
+const OpResvUpdate = "resv-update"
+
+// ResvUpdateRequest changes a reservation. Zero fields are left alone.
+type ResvUpdateRequest struct {
+	Name        string    `json:"name"`
+	Start       time.Time `json:"start,omitzero"` // before it starts only
+	End         time.Time `json:"end,omitzero"`
+	Nodes       int       `json:"nodes,omitempty"`    // before it starts only
+	NodeList    string    `json:"nodelist,omitempty"` // before it starts only
+	AddUsers    []string  `json:"add_users,omitempty"`
+	RemoveUsers []string  `json:"remove_users,omitempty"`
+	DryRun      bool      `json:"dry_run,omitempty"`
+}

@@ -16,6 +16,7 @@ func (r *Runtime) resvOps(m Mux) {
 	m[api.OpResvList] = r.resvList
 	m[api.OpResvShow] = r.resvShow
 	m[api.OpResvDelete] = r.resvDelete
+	m[api.OpResvUpdate] = r.resvUpdate
 }
 
 func (r *Runtime) resvCreate(ctx context.Context, q Request) (any, error) {
@@ -140,5 +141,44 @@ func (r *Runtime) resvDelete(ctx context.Context, q Request) (any, error) {
 		}
 		rv, _ := r.in.Resv(rq.Name)
 		return r.apiResv(rv), nil
+	})
+}
+
+func (r *Runtime) resvUpdate(ctx context.Context, q Request) (any, error) {
+	var ur api.ResvUpdateRequest
+	if err := q.Decode(&ur); err != nil {
+		return nil, err
+	}
+	var u instance.ResvUpdate
+	if !ur.Start.IsZero() {
+		t := instance.Time(ur.Start.Unix())
+		u.Start = &t
+	}
+	if !ur.End.IsZero() {
+		t := instance.Time(ur.End.Unix())
+		u.End = &t
+	}
+	u.Nodes, u.AddUsers, u.RemoveUsers = ur.Nodes, ur.AddUsers, ur.RemoveUsers
+	if ur.NodeList != "" {
+		names, err := hostlist.Parse(ur.NodeList)
+		if err != nil {
+			return nil, api.Errorf(api.CodeInvalidArgument, "nodelist: %v", err)
+		}
+		u.NodeList = names
+	}
+	if u.Start == nil && u.End == nil && u.Nodes == 0 && u.NodeList == nil && len(u.AddUsers) == 0 && len(u.RemoveUsers) == 0 {
+		return nil, api.Errorf(api.CodeInvalidArgument, "update of reservation %s changes nothing: give a start, end, duration, nodes or users", ur.Name)
+	}
+	return r.do(ctx, func(now instance.Time) (any, error) {
+		rv, plan, err := r.in.UpdateResv(now, actor(q), ur.Name, u, ur.DryRun)
+		if err != nil {
+			return nil, coreError(err)
+		}
+		out := r.apiResv(rv)
+		if ur.DryRun {
+			out.State = "planned"
+			out.Killed = r.killed(plan.Kill)
+		}
+		return out, nil
 	})
 }

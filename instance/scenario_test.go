@@ -308,6 +308,38 @@ func (s *scenario) at(now Time, cmd string, args []string) []string {
 			return errOut(err)
 		}
 		return []string{fmt.Sprintf("resv %s on %s", r.Name, hostlist.Format(r.NodeNames))}
+	case "resvupdate":
+		var u ResvUpdate
+		if v := m["start"]; v != "" {
+			t := Time(atoi(v))
+			u.Start = &t
+		}
+		if v := m["end"]; v != "" {
+			t := Time(atoi(v))
+			u.End = &t
+		}
+		if v := m["nodes"]; v != "" {
+			names, err := hostlist.Parse(v)
+			if err != nil {
+				return errOut(err)
+			}
+			u.NodeList = names
+		}
+		if v := m["adduser"]; v != "" {
+			u.AddUsers = strings.Split(v, ",")
+		}
+		if v := m["removeuser"]; v != "" {
+			u.RemoveUsers = strings.Split(v, ",")
+		}
+		who := "admin"
+		if v := m["as"]; v != "" {
+			who = v
+		}
+		r, plan, err := in.UpdateResv(now, actor(who), pos[0], u, m["dry"] == "true")
+		if err != nil {
+			return errOut(err)
+		}
+		return []string{fmt.Sprintf("resv %s [%d,%d) on %s users=%s kill=%v", r.Name, r.Start, r.End, hostlist.Format(r.NodeNames), strings.Join(r.Users, ","), plan.Kill)}
 	case "rmresv":
 		who := "admin"
 		if v := m["as"]; v != "" {
