@@ -42,8 +42,10 @@ type Executor interface {
 
 	// Release tells the executor that the caller has durably recorded id's
 	// Exit, so whatever the executor kept to survive a broker crash (the
-	// local executor's status file) can go. Releasing an ID the executor
-	// does not know is not an error; releasing a running job is.
+	// local executor's in-memory status or status file) can go. Every
+	// Exit should be released; the executor keeps each one until then.
+	// Releasing an ID the executor does not know is not an error;
+	// releasing a running job is.
 	Release(id string) error
 
 	// Close stops watching and reporting. It does not kill jobs: they keep
@@ -99,8 +101,9 @@ type Record struct {
 
 	StartedAt time.Time `json:"started_at"`
 
-	// StatusFile is where the job's exit status is written when it ends,
-	// whether or not a broker is listening then.
+	// StatusFile is where the job's exit status is written if the broker
+	// that started the job is gone (crashed, or closed its executor)
+	// before it released the job's Exit. Adopt reads it.
 	StatusFile string `json:"status_file"`
 
 	Stdout string `json:"stdout"`

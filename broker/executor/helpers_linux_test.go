@@ -145,11 +145,21 @@ func newLocal(t testing.TB) (*executor.Local, *collector, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		l.Close()
-		checkKeeperLog(t, state)
-	})
+	t.Cleanup(func() { closeLocal(t, l, state) })
 	return l, collect(l), state
+}
+
+// closeLocal closes l and waits for its keeper to exit, which it does
+// once it has written the status files of unreleased exits and its jobs
+// have ended: a test must not leave jobs running.
+func closeLocal(t testing.TB, l *executor.Local, state string) {
+	t.Helper()
+	pid := executor.KeeperPID(l)
+	l.Close()
+	if pid != 0 && !exited(pid, 10*time.Second) {
+		t.Errorf("keeper %d still running 10s after Close: a job left behind?", pid)
+	}
+	checkKeeperLog(t, state)
 }
 
 // checkKeeperLog fails the test if a keeper logged a data race or a panic

@@ -44,7 +44,7 @@ func init() {
 // request is a message from a Local to its keeper.
 type request struct {
 	Seq uint64 `json:"seq"`
-	Op  string `json:"op"` // "start" or "signal"
+	Op  string `json:"op"` // "start", "signal" or "release" (no reply)
 	ID  string `json:"id"`
 
 	Sig int `json:"sig,omitempty"` // signal
@@ -110,12 +110,25 @@ type keeper struct {
 	reap sync.RWMutex
 
 	mu   sync.Mutex
-	jobs map[int]*keptJob    // by PID; guarded by mu
+	jobs map[int]*keptJob    // running, by PID; guarded by mu
 	byID map[string]*keptJob // the same jobs by ID; guarded by mu
 
+	// Exit statuses are kept in memory until the broker releases them,
+	// and written to status files only once the broker is gone
+	// (detached): a status file per job would cost four file system
+	// operations per job (create, write, rename, unlink) for a case that
+	// only a broker crash or restart needs.
+	unreleased map[string]unreleased // guarded by mu
+	detached   bool                  // guarded by mu
+
 	starts  sync.WaitGroup // start requests in flight
-	running sync.WaitGroup // jobs whose status is not yet written
+	running sync.WaitGroup // jobs whose exit is not yet recorded
 	sem     chan struct{}  // bounds concurrent forks
+}
+
+type unreleased struct {
+	path string
+	s    status
 }
 
 type keptJob struct {
@@ -162,11 +175,12 @@ func keeperMain() int {
 	umask := syscall.Umask(0)
 	syscall.Umask(umask)
 	k := &keeper{
-		devnull: devnull,
-		umask:   umask,
-		jobs:    make(map[int]*keptJob),
-		byID:    make(map[string]*keptJob),
-		sem:     make(chan struct{}, 2*runtime.NumCPU()),
+		devnull:    devnull,
+		umask:      umask,
+		jobs:       make(map[int]*keptJob),
+		byID:       make(map[string]*keptJob),
+		unreleased: make(map[string]unreleased),
+		sem:        make(chan struct{}, 2*runtime.NumCPU()),
 	}
 	k.out.start(outf)
 	go func() {
@@ -192,18 +206,37 @@ func keeperMain() int {
 			}()
 		case "signal":
 			k.signal(r)
+		case "release":
+			k.mu.Lock()
+			delete(k.unreleased, r.ID)
+			k.mu.Unlock()
 		default:
 			ev := event{Seq: r.Seq, Op: r.Op}
 			ev.setErr("request", r.Op, errors.New("unknown request"))
 			k.out.send(ev)
 		}
 	}
-	// Detached: nobody reads events any more. Keep reaping jobs and
-	// writing their status files until the last one ends.
+	// Detached: nobody reads events any more. Write the status files of
+	// the exits the broker has not released, then keep reaping jobs and
+	// writing theirs until the last one ends.
 	k.out.stop()
+	k.mu.Lock()
+	k.detached = true
+	spill := k.unreleased
+	k.unreleased = nil
+	k.mu.Unlock()
+	for _, u := range spill {
+		k.writeStatus(u.path, u.s)
+	}
 	k.starts.Wait()
 	k.running.Wait()
 	return 0
+}
+
+func (k *keeper) writeStatus(path string, s status) {
+	if err := writeStatus(path, s); err != nil {
+		fmt.Fprintf(os.Stderr, "strata executor keeper: job %s: %v\n", s.ID, err)
+	}
 }
 
 func (k *keeper) start(r request) {
@@ -281,8 +314,9 @@ func (k *keeper) signal(r request) {
 }
 
 // reapAll collects every exited child. For a job, it kills what is left of
-// the job's process group (a job ends when its main process does), writes
-// the status file, then reports the exit.
+// the job's process group (a job ends when its main process does), keeps
+// the exit status until it is released (or writes the status file, when
+// detached), then reports the exit.
 func (k *keeper) reapAll() {
 	for {
 		k.reap.Lock()
@@ -313,8 +347,14 @@ func (k *keeper) reapAll() {
 		}
 		code, sig := decodeWait(ws)
 		s := status{ID: j.id, PID: pid, ProcStart: j.procStart, ExitCode: code, Signal: sig, StartedAt: j.startedAt, EndedAt: ended}
-		if err := writeStatus(j.statusFile, s); err != nil {
-			fmt.Fprintf(os.Stderr, "strata executor keeper: job %s: %v\n", j.id, err)
+		k.mu.Lock()
+		detached := k.detached
+		if !detached {
+			k.unreleased[j.id] = unreleased{j.statusFile, s}
+		}
+		k.mu.Unlock()
+		if detached {
+			k.writeStatus(j.statusFile, s)
 		}
 		k.out.send(event{Op: "exit", ID: j.id, Status: &s})
 		k.running.Done()

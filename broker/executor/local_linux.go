@@ -46,10 +46,10 @@ type Local struct {
 
 	mu     sync.Mutex
 	closed bool
-	kc     *keeperConn       // current keeper, nil until the first Start
-	jobs   map[string]*job   // started or adopted, not yet exited
-	done   map[string]string // exited, not yet released: ID → status file
-	queue  []Exit            // exits not yet handed to the reader of exits
+	kc     *keeperConn     // current keeper, nil until the first Start
+	jobs   map[string]*job // started or adopted, not yet exited
+	done   map[string]*job // exited, not yet released
+	queue  []Exit          // exits not yet handed to the reader of exits
 }
 
 // job is a job a Local is watching.
@@ -88,7 +88,7 @@ func NewLocal(opts LocalOptions) (*Local, error) {
 		wake:  make(chan struct{}, 1),
 		stop:  make(chan struct{}),
 		jobs:  make(map[string]*job),
-		done:  make(map[string]string),
+		done:  make(map[string]*job),
 	}
 	l.wg.Add(1)
 	go l.dispatch()
@@ -363,7 +363,7 @@ func (l *Local) finish(j *job, e Exit) {
 	if j.kill != nil {
 		j.kill.Stop()
 	}
-	l.done[id] = j.rec.StatusFile
+	l.done[id] = j
 	e.ID = id
 	if e.StartedAt.IsZero() {
 		e.StartedAt = j.rec.StartedAt
@@ -405,7 +405,9 @@ func (l *Local) dispatch() {
 	}
 }
 
-// Release implements Executor: it removes the job's status file.
+// Release implements Executor. The keeper that ran the job, if still
+// connected, forgets its exit status; otherwise the job's status file is
+// removed.
 func (l *Local) Release(id string) error {
 	if err := validID(id); err != nil {
 		return err
@@ -415,11 +417,16 @@ func (l *Local) Release(id string) error {
 		l.mu.Unlock()
 		return fmt.Errorf("executor: release %s: the job is still running", id)
 	}
-	path, ok := l.done[id]
+	j := l.done[id]
 	delete(l.done, id)
 	l.mu.Unlock()
-	if !ok {
-		path = l.statusPath(id)
+	path := l.statusPath(id)
+	if j != nil {
+		// A connected keeper has written no status file (see keeper).
+		if j.kc != nil && j.kc.send(request{Op: "release", ID: id}) == nil {
+			return nil
+		}
+		path = j.rec.StatusFile
 	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("executor: release %s: %w", id, err)
@@ -603,6 +610,24 @@ func startKeeper(stateDir string) (*keeperConn, error) {
 		return nil, fmt.Errorf("executor: start keeper (see %s): %w", filepath.Join(stateDir, "keeper.log"), err)
 	}
 	return kc, nil
+}
+
+// send sends r, which has no reply. It fails once the keeper is gone or
+// detached, so that a keeper which has started writing status files is
+// never asked to forget one.
+func (kc *keeperConn) send(r request) error {
+	kc.mu.Lock()
+	gone := kc.gone || kc.detached
+	kc.mu.Unlock()
+	if gone {
+		return errKeeperGone
+	}
+	kc.wmu.Lock()
+	defer kc.wmu.Unlock()
+	if err := kc.enc.Encode(&r); err != nil {
+		return errKeeperGone
+	}
+	return nil
 }
 
 // call sends r and waits for the reply.

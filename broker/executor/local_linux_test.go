@@ -368,27 +368,68 @@ func TestStartErrors(t *testing.T) {
 	}
 }
 
+// TestRelease checks when status files exist: not while the broker that
+// started a job is connected (the keeper holds exit statuses until they
+// are released), but for every unreleased exit once it has gone.
 func TestRelease(t *testing.T) {
-	l, c, _ := newLocal(t)
-	dir := t.TempDir()
-	rec := start(t, l, "rel", dir, "sh", "-c", "exit 4")
-	c.wait(t, "rel", 10*time.Second)
-	if _, err := os.Stat(rec.StatusFile); err != nil {
-		t.Fatalf("status file: %v", err)
-	}
-	if err := l.Release("rel"); err != nil {
+	state := t.TempDir()
+	l, err := executor.NewLocal(executor.LocalOptions{StateDir: state})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(rec.StatusFile); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("status file still there after Release: %v", err)
+	defer l.Close()
+	defer checkKeeperLog(t, state)
+	c := collect(l)
+	dir := t.TempDir()
+	kept := start(t, l, "kept", dir, "sh", "-c", "exit 4")
+	released := start(t, l, "released", dir, "sh", "-c", "exit 5")
+	c.wait(t, "kept", 10*time.Second)
+	c.wait(t, "released", 10*time.Second)
+	for _, rec := range []executor.Record{kept, released} {
+		if _, err := os.Stat(rec.StatusFile); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s: status file written while the broker is connected: %v", rec.ID, err)
+		}
 	}
-	if err := l.Release("rel"); err != nil {
+	if err := l.Release("released"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release("released"); err != nil {
 		t.Errorf("second Release: %v", err)
 	}
-	start(t, l, "running", dir, "sleep", "30")
-	defer l.Signal("running", syscall.SIGKILL)
+	if err := l.Release("never-heard-of"); err != nil {
+		t.Errorf("Release(unknown): %v", err)
+	}
+	running := start(t, l, "running", dir, waitForGo(6)...)
 	if err := l.Release("running"); err == nil {
 		t.Error("Release of a running job succeeded")
+	}
+
+	// The broker goes: the keeper writes the unreleased status, and the
+	// status of the job still running when it ends.
+	l.Close()
+	touch(t, filepath.Join(dir, "go"))
+	waitFile(t, kept.StatusFile, `"exit_code":4`)
+	waitFile(t, running.StatusFile, `"exit_code":6`)
+	if !exited(running.KeeperPID, 5*time.Second) {
+		t.Fatal("keeper did not exit after its last job")
+	}
+	if _, err := os.Stat(released.StatusFile); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("released job has a status file: %v", err)
+	}
+
+	// A later executor releases what it adopted: the file goes.
+	l2, c2, _ := newLocal(t)
+	if err := l2.Adopt(kept); err != nil {
+		t.Fatal(err)
+	}
+	if e := c2.wait(t, "kept", 10*time.Second); e.ExitCode != 4 {
+		t.Errorf("exit = %+v, want 4", e)
+	}
+	if err := l2.Release("kept"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(kept.StatusFile); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("status file still there after Release: %v", err)
 	}
 }
 
