@@ -243,21 +243,33 @@ func (k *keeper) start(r request) {
 	k.reap.RLock()
 	defer k.reap.RUnlock()
 	ev := event{Seq: r.Seq, Op: "started", ID: r.ID}
-	stdout, err := k.openOutput(r.Stdout)
-	if err != nil {
-		ev.setErr("stdout", r.Stdout, unwrapPathError(err))
+	var created []string // output files to remove if the start fails
+	fail := func(op, path string, err error) {
+		for _, p := range created {
+			os.Remove(p)
+		}
+		ev.setErr(op, path, err)
 		k.out.send(ev)
+	}
+	stdout, isNew, err := k.openOutput(r.Stdout)
+	if err != nil {
+		fail("stdout", r.Stdout, unwrapPathError(err))
 		return
 	}
 	defer stdout.Close()
+	if isNew {
+		created = append(created, r.Stdout)
+	}
 	stderr := stdout
 	if r.Stderr != r.Stdout {
-		if stderr, err = k.openOutput(r.Stderr); err != nil {
-			ev.setErr("stderr", r.Stderr, unwrapPathError(err))
-			k.out.send(ev)
+		if stderr, isNew, err = k.openOutput(r.Stderr); err != nil {
+			fail("stderr", r.Stderr, unwrapPathError(err))
 			return
 		}
 		defer stderr.Close()
+		if isNew {
+			created = append(created, r.Stderr)
+		}
 	}
 	pid, err := syscall.ForkExec(r.Path, r.Argv, &syscall.ProcAttr{
 		Dir:   r.Dir,
@@ -266,8 +278,7 @@ func (k *keeper) start(r request) {
 		Sys:   &syscall.SysProcAttr{Setpgid: true},
 	})
 	if err != nil {
-		ev.setErr("exec", r.Path, err)
-		k.out.send(ev)
+		fail("exec", r.Path, err)
 		return
 	}
 	j := &keptJob{id: r.ID, statusFile: r.StatusFile, pid: pid, startedAt: time.Now()}
@@ -282,20 +293,26 @@ func (k *keeper) start(r request) {
 	k.out.send(ev) // before reap is released: a reply always precedes its exit
 }
 
-// openOutput creates or truncates a job's output file. A file it creates
-// gets mode 0644 whatever the umask; an existing file keeps its mode.
-func (k *keeper) openOutput(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+// openOutput creates or truncates a job's output file, and says whether it
+// created it. A file it creates gets mode 0644 whatever the umask; an
+// existing file keeps its mode.
+func (k *keeper) openOutput(path string) (f *os.File, created bool, err error) {
+	f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err == nil {
 		if k.umask&0o644 != 0 {
-			err = f.Chmod(0o644)
+			if err = f.Chmod(0o644); err != nil {
+				f.Close()
+				os.Remove(path)
+				return nil, false, err
+			}
 		}
-		return f, err
+		return f, true, nil
 	}
 	if errors.Is(err, fs.ErrExist) {
-		return os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+		f, err = os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+		return f, false, err
 	}
-	return nil, err
+	return nil, false, err
 }
 
 func (k *keeper) signal(r request) {

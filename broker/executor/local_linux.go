@@ -174,9 +174,9 @@ func outputPath(p, def string, spec Spec) string {
 		return ExpandPath(def, spec.Dir, PathVars{JobID: spec.ID})
 	}
 	if !filepath.IsAbs(p) {
-		p = filepath.Join(spec.Dir, p)
+		return filepath.Join(spec.Dir, p)
 	}
-	return p
+	return filepath.Clean(p)
 }
 
 func (l *Local) statusPath(id string) string {

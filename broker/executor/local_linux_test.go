@@ -285,11 +285,17 @@ func TestSignalDispositions(t *testing.T) {
 	defer signal.Reset(syscall.SIGHUP, syscall.SIGPIPE)
 	l, c, _ := newLocal(t)
 	dir := t.TempDir()
-	rec := start(t, l, "disp", dir, "grep", "SigIgn", "/proc/self/status")
+	rec := start(t, l, "disp", dir, "grep", "-E", "^Sig(Blk|Ign)", "/proc/self/status")
 	c.wait(t, "disp", 10*time.Second)
 	b, _ := os.ReadFile(rec.Stdout)
-	if f := strings.Fields(string(b)); len(f) != 2 || strings.Trim(f[1], "0") != "" {
-		t.Errorf("job's ignored signals: %q, want none", b)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("job output %q", b)
+	}
+	for _, line := range lines { // SigBlk and SigIgn: no signal blocked or ignored
+		if f := strings.Fields(line); len(f) != 2 || strings.Trim(f[1], "0") != "" {
+			t.Errorf("job's %q, want none", line)
+		}
 	}
 }
 
@@ -358,6 +364,10 @@ func TestStartErrors(t *testing.T) {
 			}
 			if spec.ID != "busy" {
 				c.none(t, spec.ID, 0)
+				// A failed start leaves no output files behind.
+				if _, err := os.Stat(filepath.Join(dir, "strata-"+spec.ID+".out")); !errors.Is(err, fs.ErrNotExist) {
+					t.Errorf("output file left behind: %v", err)
+				}
 			}
 		})
 	}
