@@ -128,39 +128,53 @@ func (l *Local) Start(spec Spec) (Record, error) {
 		Stderr:     outputPath(spec.Stderr, DefaultStderr, spec),
 	}
 
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		return Record{}, ErrClosed
-	}
-	if _, dup := l.jobs[spec.ID]; dup {
-		l.mu.Unlock()
-		return Record{}, fmt.Errorf("%w: %s", ErrDuplicate, spec.ID)
-	}
-	kc, err := l.keeperLocked()
-	if err != nil {
-		l.mu.Unlock()
-		return Record{}, err
-	}
-	rec.KeeperPID, rec.KeeperStart = kc.pid, kc.procStart
-	j := &job{rec: rec, kc: kc, starting: true}
-	l.jobs[spec.ID] = j
-	delete(l.done, spec.ID)
-	l.mu.Unlock()
-
-	ev, err := kc.call(request{
+	req := request{
 		Op: "start", ID: spec.ID, Path: path, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env,
 		Stdout: rec.Stdout, Stderr: rec.Stderr, StatusFile: rec.StatusFile,
-	})
-	if err == nil && ev.Err != "" {
-		err = &StartError{ID: spec.ID, Op: ev.ErrOp, Path: ev.ErrPath, Err: ev.error()}
 	}
-	if err != nil {
+	var ev event
+	for attempt := 0; ; attempt++ {
+		l.mu.Lock()
+		if l.closed {
+			l.mu.Unlock()
+			return Record{}, ErrClosed
+		}
+		if _, dup := l.jobs[spec.ID]; dup {
+			l.mu.Unlock()
+			return Record{}, fmt.Errorf("%w: %s", ErrDuplicate, spec.ID)
+		}
+		kc, err := l.keeperLocked()
+		if err != nil {
+			l.mu.Unlock()
+			return Record{}, err
+		}
+		rec.KeeperPID, rec.KeeperStart = kc.pid, kc.procStart
+		j := &job{rec: rec, kc: kc, starting: true}
+		l.jobs[spec.ID] = j
+		delete(l.done, spec.ID)
+		l.mu.Unlock()
+
+		ev, err = kc.call(req)
+		if err == nil && ev.Err != "" {
+			err = &StartError{ID: spec.ID, Op: ev.ErrOp, Path: ev.ErrPath, Err: ev.error()}
+		}
+		if err == nil {
+			break
+		}
 		l.mu.Lock()
 		if l.jobs[spec.ID] == j {
 			delete(l.jobs, spec.ID)
 		}
 		l.mu.Unlock()
+		if errors.Is(err, errNotSent) && attempt == 0 {
+			// The keeper had died before we asked: nothing was started.
+			// Try once more, with a new keeper.
+			<-kc.dead
+			continue
+		}
+		if errors.Is(err, errKeeperGone) {
+			err = fmt.Errorf("executor: job %s: %w; the job may have started, unwatched", spec.ID, err)
+		}
 		return Record{}, err
 	}
 	// The keeper's reader has already filled in j.rec (see started); the
@@ -542,7 +556,11 @@ type keeperConn struct {
 	detached bool          // we closed it on purpose
 }
 
-var errKeeperGone = errors.New("executor: keeper process exited")
+var (
+	errKeeperGone = errors.New("the executor's keeper process exited")
+	// errNotSent: the keeper was gone before the request reached it.
+	errNotSent = fmt.Errorf("%w before the request was sent", errKeeperGone)
+)
 
 func startKeeper(stateDir string) (*keeperConn, error) {
 	reqR, reqW, err := os.Pipe()
@@ -636,7 +654,7 @@ func (kc *keeperConn) call(r request) (event, error) {
 	kc.mu.Lock()
 	if kc.gone {
 		kc.mu.Unlock()
-		return event{}, errKeeperGone
+		return event{}, errNotSent
 	}
 	kc.seq++
 	r.Seq = kc.seq
@@ -650,7 +668,7 @@ func (kc *keeperConn) call(r request) (event, error) {
 		kc.mu.Lock()
 		delete(kc.pending, r.Seq)
 		kc.mu.Unlock()
-		return event{}, errKeeperGone
+		return event{}, errNotSent
 	}
 	select {
 	case ev := <-ch:

@@ -598,6 +598,14 @@ func TestKeeperDeath(t *testing.T) {
 	if !gone(rec.KeeperPID, 5*time.Second) {
 		t.Fatal("keeper did not die")
 	}
+	// Starting at once works: with a new keeper.
+	rec2 := start(t, l, "after", dir, "sh", "-c", "exit 2")
+	if e := c.wait(t, "after", 10*time.Second); e.ExitCode != 2 {
+		t.Errorf("exit = %+v, want 2", e)
+	}
+	if rec2.KeeperPID == rec.KeeperPID {
+		t.Errorf("no new keeper")
+	}
 	c.none(t, "orphan", 50*time.Millisecond)
 	if err := l.Signal("orphan", syscall.Signal(0)); err != nil {
 		t.Errorf("orphaned job cannot be signalled: %v", err)
@@ -608,13 +616,6 @@ func TestKeeperDeath(t *testing.T) {
 		t.Errorf("exit = %+v, want Lost because of the keeper", e)
 	}
 	t.Log(e.Err)
-	rec2 := start(t, l, "after", dir, "sh", "-c", "exit 2")
-	if e := c.wait(t, "after", 10*time.Second); e.ExitCode != 2 {
-		t.Errorf("exit = %+v, want 2", e)
-	}
-	if rec2.KeeperPID == rec.KeeperPID {
-		t.Errorf("no new keeper")
-	}
 }
 
 func TestClose(t *testing.T) {
