@@ -33,13 +33,17 @@ func newApp() *cli.App {
 		Usage:                "a hierarchical resource broker with advance reservations and QPU slots",
 		Version:              version,
 		EnableBashCompletion: true,
-		Flags:                globalFlags(),
-		OnUsageError:         onUsageError,
-		Action:               appAction,
+		// Repeatable flags are repeated, never split at commas: hostlists
+		// (node[0-3,8]) and --resv specs contain commas.
+		DisableSliceFlagSeparator: true,
+		Flags:                     globalFlags(),
+		OnUsageError:              onUsageError,
+		Action:                    appAction,
 		Commands: append([]*cli.Command{
 			versionCommand(),
 			simCommand(),
 			brokerCommand(),
+			demoCommand(),
 		}, userCommands()...),
 	}
 }
