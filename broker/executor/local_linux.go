@@ -43,6 +43,7 @@ type Local struct {
 	wake  chan struct{} // an Exit was queued
 	stop  chan struct{} // closed by Close
 	wg    sync.WaitGroup
+	calls sync.WaitGroup // Start calls talking to a keeper; Close waits
 
 	mu     sync.Mutex
 	closed bool
@@ -152,9 +153,11 @@ func (l *Local) Start(spec Spec) (Record, error) {
 		j := &job{rec: rec, kc: kc, starting: true}
 		l.jobs[spec.ID] = j
 		delete(l.done, spec.ID)
+		l.calls.Add(1)
 		l.mu.Unlock()
 
 		ev, err = kc.call(req)
+		l.calls.Done()
 		if err == nil && ev.Err != "" {
 			err = &StartError{ID: spec.ID, Op: ev.ErrOp, Path: ev.ErrPath, Err: ev.error()}
 		}
@@ -448,9 +451,10 @@ func (l *Local) Release(id string) error {
 	return nil
 }
 
-// Close implements Executor. The keeper process is detached, not killed: it
-// keeps reaping the jobs it started, writes their status files, and exits
-// after the last one.
+// Close implements Executor. Start calls in progress complete first. The
+// keeper process is detached, not killed: it writes the status files of
+// unreleased exits, keeps reaping the jobs it started, writes theirs, and
+// exits after the last one.
 func (l *Local) Close() error {
 	l.mu.Lock()
 	if l.closed {
@@ -466,6 +470,7 @@ func (l *Local) Close() error {
 		}
 	}
 	l.mu.Unlock()
+	l.calls.Wait()
 	close(l.stop)
 	if kc != nil {
 		kc.detach()

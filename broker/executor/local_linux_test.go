@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -642,4 +644,49 @@ func TestClose(t *testing.T) {
 	}
 	touch(t, filepath.Join(dir, "go"))
 	waitFile(t, rec.StatusFile, `"exit_code":0`)
+}
+
+// TestCloseWhileStarting races Close against Starts: every Start either
+// fails with ErrClosed or returns a Record whose exit status reaches its
+// status file once the broker is gone. No job is lost in between.
+func TestCloseWhileStarting(t *testing.T) {
+	state := t.TempDir()
+	l, err := executor.NewLocal(executor.LocalOptions{StateDir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	start(t, l, "first", dir, "true") // the keeper is up
+	recs := make(chan executor.Record, 100)
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				rec, err := l.Start(executor.Spec{ID: fmt.Sprintf("race-%d-%d", g, i), Argv: []string{"sh", "-c", "exit 3"}, Dir: dir, Env: testEnv})
+				if errors.Is(err, executor.ErrClosed) {
+					return
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				recs <- rec
+				if i == 20 {
+					return
+				}
+			}
+		}()
+	}
+	time.Sleep(20 * time.Millisecond)
+	closeLocal(t, l, state)
+	wg.Wait()
+	close(recs)
+	n := 0
+	for rec := range recs {
+		waitFile(t, rec.StatusFile, `"exit_code":3`)
+		n++
+	}
+	t.Logf("%d jobs started before Close", n)
 }
