@@ -76,3 +76,41 @@ type ResvUpdateRequest struct {
 	RemoveUsers []string  `json:"remove_users,omitempty"`
 	DryRun      bool      `json:"dry_run,omitempty"`
 }
+
+// OpResvPlan finds candidate windows for a reservation and what each would
+// cost, changing nothing (admins only): ResvPlanRequest → ResvPlanReply.
+const OpResvPlan = "resv-plan"
+
+// ResvPlanRequest describes the reservation to plan.
+type ResvPlanRequest struct {
+	Nodes     int            `json:"nodes,omitempty"`
+	NodeList  string         `json:"nodelist,omitempty"`
+	QPU       map[string]int `json:"qpu,omitempty"`
+	DurationS int64          `json:"duration_s"`
+	After     time.Time      `json:"after,omitzero"` // default: now
+	Count     int            `json:"count,omitempty"` // default 5
+	Overlap   string         `json:"overlap,omitempty"`
+}
+
+// DelayedJob is a planned job a window would push later.
+type DelayedJob struct {
+	ID   JobID     `json:"id"`
+	User string    `json:"user"`
+	From time.Time `json:"from"`
+	To   time.Time `json:"to,omitzero"` // zero: it would no longer fit at all
+}
+
+// ResvWindow is one candidate window and its cost.
+type ResvWindow struct {
+	Start         time.Time    `json:"start"`
+	End           time.Time    `json:"end"`
+	Nodes         string       `json:"nodes"`
+	Killed        []KilledJob  `json:"killed"`
+	NodeHoursLost float64      `json:"node_hours_lost"`
+	Delayed       []DelayedJob `json:"delayed"`
+}
+
+// ResvPlanReply lists candidate windows, earliest first.
+type ResvPlanReply struct {
+	Windows []ResvWindow `json:"windows"`
+}

@@ -17,6 +17,7 @@ func (r *Runtime) resvOps(m Mux) {
 	m[api.OpResvShow] = r.resvShow
 	m[api.OpResvDelete] = r.resvDelete
 	m[api.OpResvUpdate] = r.resvUpdate
+	m[api.OpResvPlan] = r.resvPlan
 }
 
 func (r *Runtime) resvCreate(ctx context.Context, q Request) (any, error) {
@@ -181,4 +182,61 @@ func (r *Runtime) resvUpdate(ctx context.Context, q Request) (any, error) {
 		}
 		return out, nil
 	})
+}
+
+func (r *Runtime) resvPlan(_ context.Context, q Request) (any, error) {
+	var pr api.ResvPlanRequest
+	if err := q.Decode(&pr); err != nil {
+		return nil, err
+	}
+	if !q.Admin {
+		return nil, api.Errorf(api.CodePermissionDenied, "only admins plan reservations")
+	}
+	if pr.DurationS <= 0 {
+		return nil, api.Errorf(api.CodeInvalidArgument, "duration_s must be at least 1 second, got %d", pr.DurationS)
+	}
+	if pr.Count <= 0 {
+		pr.Count = 5
+	}
+	if pr.Count > 50 {
+		return nil, api.Errorf(api.CodeInvalidArgument, "count %d: ask for at most 50 windows", pr.Count)
+	}
+	ov, err := resv.ParseOverlap(pr.Overlap)
+	if err != nil {
+		return nil, api.Errorf(api.CodeInvalidArgument, "%v", err)
+	}
+	spec := resv.Spec{Name: "plan", Nodes: pr.Nodes, Slots: pr.QPU, Overlap: ov}
+	if pr.NodeList != "" {
+		names, err := hostlist.Parse(pr.NodeList)
+		if err != nil {
+			return nil, api.Errorf(api.CodeInvalidArgument, "nodelist: %v", err)
+		}
+		spec.NodeList = names
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	inst, ok := r.in.Child(q.Path)
+	if !ok {
+		return nil, api.Errorf(api.CodeNotFound, "no instance %s", q.Path)
+	}
+	after := r.now() + 1
+	if !pr.After.IsZero() {
+		after = max(after, instance.Time(pr.After.Unix()))
+	}
+	spec.Start, spec.End = after, after+instance.Time(pr.DurationS)
+	ws, err := inst.PlanWindows(spec, after, pr.Count)
+	if err != nil {
+		return nil, coreError(err)
+	}
+	out := api.ResvPlanReply{Windows: []api.ResvWindow{}}
+	for _, w := range ws {
+		aw := api.ResvWindow{Start: unix(w.Start), End: unix(w.End), Nodes: hostlist.Format(w.Nodes),
+			Killed: r.killed(w.Kill), NodeHoursLost: w.NodeHoursLost, Delayed: []api.DelayedJob{}}
+		for _, d := range w.Delayed {
+			j, _ := r.in.Job(d.Job)
+			aw.Delayed = append(aw.Delayed, api.DelayedJob{ID: api.JobID(d.Job), User: j.Spec.User, From: unix(d.From), To: unix(d.To)})
+		}
+		out.Windows = append(out.Windows, aw)
+	}
+	return out, nil
 }

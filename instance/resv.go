@@ -199,9 +199,9 @@ func (in *Instance) PlanResv(spec resv.Spec) (ResvPlan, error) {
 	return ResvPlan{}, fmt.Errorf("%w: %s are not free for %s from %s: %s; the earliest window that works starts at %s", ErrNoFit, in.resourceText(&Job{Spec: js}), fmtDur(dur), fmtTime(spec.Start), how, fmtTime(t))
 }
 
-// killFirst restricts a kill-mode node request so that nodes free of
-// running jobs are preferred: when enough free nodes exist after the cut,
-// the request is limited to the nodes whose victims are fewest.
+// killFirst restricts a kill-mode node request to the free nodes plus the
+// nodes of the fewest victims, losing the least work: one victim when one
+// is enough (the cheapest), else the biggest jobs first.
 func (in *Instance) killFirst(req timeline.Request, cands []*Job, base *timeline.Timeline, spec resv.Spec) timeline.Request {
 	if req.Nodes == 0 || !req.NodeSet.IsEmpty() {
 		return req
@@ -210,12 +210,29 @@ func (in *Instance) killFirst(req timeline.Request, cands []*Job, base *timeline
 	if free.Len() >= req.Nodes {
 		return req
 	}
-	// Add victims' nodes one job at a time, smallest jobs first, until
-	// enough nodes are in reach: fewest node-hours lost for the count.
+	// One victim, if one is enough: the one whose loss is smallest (work
+	// thrown away, then nodes, then ID).
+	lost := func(j *Job) int64 { return int64(j.nodeSet.Len()) * int64(spec.Start-j.Start) }
+	var best *Job
+	for _, j := range cands {
+		if free.Union(j.nodeSet).Len() < req.Nodes {
+			continue
+		}
+		if best == nil || lost(j) < lost(best) || (lost(j) == lost(best) && (j.nodeSet.Len() < best.nodeSet.Len() ||
+			(j.nodeSet.Len() == best.nodeSet.Len() && j.ID < best.ID))) {
+			best = j
+		}
+	}
+	if best != nil {
+		req.Within = free.Union(best.nodeSet)
+		return req
+	}
+	// Otherwise add victims' nodes one job at a time, biggest first, so
+	// that the fewest jobs die.
 	sort.Slice(cands, func(a, b int) bool {
 		na, nb := cands[a].nodeSet.Len(), cands[b].nodeSet.Len()
 		if na != nb {
-			return na > nb // big jobs first: fewest jobs killed
+			return na > nb
 		}
 		return cands[a].ID < cands[b].ID
 	})

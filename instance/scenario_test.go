@@ -340,6 +340,30 @@ func (s *scenario) at(now Time, cmd string, args []string) []string {
 			return errOut(err)
 		}
 		return []string{fmt.Sprintf("resv %s [%d,%d) on %s users=%s kill=%v", r.Name, r.Start, r.End, hostlist.Format(r.NodeNames), strings.Join(r.Users, ","), plan.Kill)}
+	case "plan":
+		spec := resv.Spec{Name: "plan", Start: now, End: now + Time(atoi(m["dur"]))}
+		if v := m["n"]; v != "" {
+			spec.Nodes = atoi(v)
+		}
+		if m["overlap"] == "kill" {
+			spec.Overlap = resv.Kill
+		}
+		count := 5
+		if v := m["count"]; v != "" {
+			count = atoi(v)
+		}
+		ws, err := in.PlanWindows(spec, now, count)
+		if err != nil {
+			return errOut(err)
+		}
+		var out []string
+		for _, w := range ws {
+			out = append(out, fmt.Sprintf("window [%d,%d) on %s kill=%v lost=%.2f node-h delayed=%v", w.Start, w.End, hostlist.Format(w.Nodes), w.Kill, w.NodeHoursLost, w.Delayed))
+		}
+		if len(out) == 0 {
+			out = []string{"no window"}
+		}
+		return out
 	case "rmresv":
 		who := "admin"
 		if v := m["as"]; v != "" {

@@ -1,0 +1,134 @@
+package instance
+
+import (
+	"sort"
+
+	"github.com/strata-hpc/strata/resv"
+	"github.com/strata-hpc/strata/timeline"
+)
+
+// Window is one candidate window for a reservation and what it would cost.
+type Window struct {
+	Start, End    Time
+	Nodes         []string
+	Kill          []JobID // running jobs killed at the start
+	NodeHoursLost float64 // the work of the killed jobs, thrown away: nodes x hours run by the start
+	Delayed       []Delay // planned jobs whose start moves later
+}
+
+// Delay is a planned job pushed later by a reservation.
+type Delay struct {
+	Job      JobID
+	From, To Time
+}
+
+// maxPlanCandidates bounds the start times PlanWindows looks at.
+const maxPlanCandidates = 256
+
+// PlanWindows finds up to count windows of spec's size and length (spec's
+// Start and End give the length; candidates start at after or later) and
+// what each would cost, changing nothing. Candidates are after itself and
+// every instant a running job or reservation ends, in order; a candidate is
+// kept when the reservation fits there under spec.Overlap. The delays are
+// those of the jobs that hold a planned start (the policy's protected jobs),
+// re-planned in priority order around the new reservation.
+func (in *Instance) PlanWindows(spec resv.Spec, after Time, count int) ([]Window, error) {
+	dur := spec.End - spec.Start
+	js := Spec{Nodes: spec.Nodes, NodeList: spec.NodeList, Slots: spec.Slots, Walltime: 1}
+	if err := in.checkResources(&js); err != nil {
+		return nil, err
+	}
+	cands := in.planCandidates(after)
+	var out []Window
+	var lastKill string
+	for _, t := range cands {
+		if len(out) >= count {
+			break
+		}
+		s := spec
+		s.Start, s.End = t, t+dur
+		plan, err := in.PlanResv(s)
+		if err != nil {
+			continue
+		}
+		key := fmtIDs(plan.Kill)
+		if len(out) > 0 && spec.Overlap == resv.Kill && key == lastKill {
+			continue // the same cost again, only later
+		}
+		lastKill = key
+		w := Window{Start: t, End: t + dur, Nodes: in.names(plan.Nodes), Kill: plan.Kill}
+		for _, id := range plan.Kill {
+			j := in.sh.jobs[id]
+			w.NodeHoursLost += float64(len(j.Nodes)) * float64(t-j.Start) / 3600
+		}
+		w.Delayed = in.delays(s, plan)
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+// planCandidates returns after and every later instant at which a running
+// job's or a reservation's span ends, ascending, at most maxPlanCandidates.
+func (in *Instance) planCandidates(after Time) []Time {
+	seen := map[Time]bool{after: true}
+	out := []Time{after}
+	in.tl.Overlapping(timeline.NodeSet{}, after, timeline.MaxTime, func(s timeline.Span) bool {
+		if j := in.run[JobID(s.ID)]; (j != nil || s.ID >= resvSpanBase) && s.End > after && !seen[s.End] {
+			seen[s.End] = true
+			out = append(out, s.End)
+		}
+		return true
+	})
+	sort.Slice(out, func(a, b int) bool { return out[a] < out[b] })
+	if len(out) > maxPlanCandidates {
+		out = out[:maxPlanCandidates]
+	}
+	return out
+}
+
+// delays re-plans the planned jobs around a reservation on a copy of the
+// timeline and returns those that would start later.
+func (in *Instance) delays(spec resv.Spec, plan ResvPlan) []Delay {
+	tl := in.tl.Clone()
+	var planned []*Job
+	in.queue.Ascend(func(j *Job) bool {
+		if j.planned {
+			planned = append(planned, j)
+			tl.Remove(spanOf(j.ID))
+		}
+		return true
+	})
+	if len(planned) == 0 {
+		return nil
+	}
+	for _, id := range plan.Kill {
+		tl.Truncate(spanOf(id), spec.Start)
+	}
+	req := in.request(&Job{Spec: Spec{Slots: spec.Slots}})
+	if err := tl.Add(timeline.Span{ID: resvSpanBase - 1, Start: spec.Start, End: spec.End, Nodes: plan.Nodes, Slots: req.Slots}); err != nil {
+		return nil
+	}
+	var out []Delay
+	for _, j := range planned {
+		t, nodes, err := tl.EarliestFit(in.request(j), max(j.PlannedStart, in.notBefore(j.PlannedStart, j)), in.hold(j))
+		if err != nil {
+			out = append(out, Delay{Job: j.ID, From: j.PlannedStart, To: 0})
+			continue
+		}
+		if t > j.PlannedStart {
+			out = append(out, Delay{Job: j.ID, From: j.PlannedStart, To: t})
+		} else {
+			t, nodes = j.PlannedStart, j.nodeSet
+		}
+		tl.Add(timeline.Span{ID: spanOf(j.ID), Start: t, End: t + Time(in.hold(j)), Nodes: nodes, Slots: in.request(j).Slots})
+	}
+	return out
+}
+
+func fmtIDs(ids []JobID) string {
+	b := make([]byte, 0, 8*len(ids))
+	for _, id := range ids {
+		b = append(b, byte(id), byte(id>>8), byte(id>>16), byte(id>>24), ',')
+	}
+	return string(b)
+}
