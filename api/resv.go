@@ -87,7 +87,7 @@ type ResvPlanRequest struct {
 	NodeList  string         `json:"nodelist,omitempty"`
 	QPU       map[string]int `json:"qpu,omitempty"`
 	DurationS int64          `json:"duration_s"`
-	After     time.Time      `json:"after,omitzero"` // default: now
+	After     time.Time      `json:"after,omitzero"`  // default: now
 	Count     int            `json:"count,omitempty"` // default 5
 	Overlap   string         `json:"overlap,omitempty"`
 }
