@@ -54,6 +54,8 @@ type Resv struct {
 	URI           string         `json:"uri,omitempty"` // while active
 	Killed        []KilledJob    `json:"killed"`        // killed at its start, or that would be (dry run)
 	Path          string         `json:"path"`
+	JobsRun       int            `json:"jobs_run"`        // jobs that ran inside it and ended
+	NodeHours     float64        `json:"node_hours_used"` // by those jobs
 }
 
 // ResvsReply lists reservations by start.

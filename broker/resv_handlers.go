@@ -97,7 +97,7 @@ func (r *Runtime) apiResv(rv instance.Resv) api.Resv {
 		Name: rv.Name, State: rv.State.String(), Start: unix(rv.Start), End: unix(rv.End),
 		Nodes: hostlist.Format(rv.NodeNames), NNodes: len(rv.NodeNames), QPU: rv.Slots, Users: users,
 		Overlap: rv.Overlap.String(), GraceS: int64(rv.Grace), RequeueKilled: rv.RequeueKilled,
-		Killed: r.killed(rv.Killed), Path: rv.Path,
+		Killed: r.killed(rv.Killed), Path: rv.Path, JobsRun: rv.JobsRun, NodeHours: float64(rv.NodeSecs) / 3600,
 	}
 	if rv.State == resv.Active {
 		out.URI = r.b.URI(rv.Path)

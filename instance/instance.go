@@ -571,6 +571,11 @@ func (in *Instance) Exited(now Time, id JobID, e Exit) error {
 		st, reason = Failed, fmt.Sprintf("exited with code %d", e.Code)
 	}
 	o.transition(now, j, st, reason)
+	if r := o.resv; r != nil {
+		r.JobsRun++
+		r.NodeSecs += int64(len(j.Nodes)) * int64(now-j.Start)
+		in.sh.changedResv(r.Name)
+	}
 	if st == Killed && (j.Spec.Requeue || o.requeueKilled(j)) && !o.ended {
 		j.Requeues++
 		o.enqueue(now, j)

@@ -20,6 +20,8 @@ type Resv struct {
 	State     resv.State
 	Created   Time
 	Killed    []JobID // jobs killed at its start
+	JobsRun   int     // jobs that ran inside it and ended
+	NodeSecs  int64   // node-seconds its jobs used
 	Seq       int64   // creation order; names its span in the parent's timeline
 	child     *Instance
 }
