@@ -2,15 +2,12 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/strata-hpc/strata/api"
 )
-
-// opResvShow is the broker operation that shows a reservation; its reply
-// carries the reservation instance's URI.
-const opResvShow = "resv-show"
 
 func uriCommand() *cli.Command {
 	return &cli.Command{
@@ -77,12 +74,8 @@ func runURI(c *cli.Context) error {
 		fmt.Fprintln(c.App.Writer, j.URI)
 		return nil
 	}
-	var r struct {
-		URI string `json:"uri"`
-	}
-	err = call(c, cl, opResvShow, struct {
-		Name string `json:"name"`
-	}{t.resv}, &r)
+	var r api.Resv
+	err = call(c, cl, api.OpResvShow, api.ResvRequest{Name: t.resv}, &r)
 	switch {
 	case isCode(err, api.CodeInvalidArgument):
 		// The broker does not know the operation.
@@ -90,7 +83,12 @@ func runURI(c *cli.Context) error {
 	case err != nil:
 		return err
 	case r.URI == "":
-		return fmt.Errorf("reservation %s has no URI: its instance exists only while its window is open; see 'strata resv show %s'", t.resv, t.resv)
+		state := r.State
+		if state == "" {
+			state = "not active"
+		}
+		return fmt.Errorf("reservation %s is %s: it has an instance, and a URI, only while its window is open (%s to %s)",
+			t.resv, state, r.Start.Local().Format(time.RFC3339), r.End.Local().Format(time.RFC3339))
 	}
 	fmt.Fprintln(c.App.Writer, r.URI)
 	return nil
