@@ -76,10 +76,10 @@ func (in *Instance) AddResv(now Time, who Actor, spec resv.Spec) (Resv, error) {
 	if err := spec.Validate(now); err != nil {
 		return Resv{}, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	if _, dup := in.sh.resvs[spec.Name]; dup {
+	if old, dup := in.sh.resvs[spec.Name]; dup && (old.State == resv.Pending || old.State == resv.Active) {
 		return Resv{}, fmt.Errorf("%w: a reservation named %q already exists; choose another --name", ErrInvalid, spec.Name)
 	}
-	if _, clash := in.sh.insts[in.path+"."+spec.Name]; clash {
+	if c, clash := in.sh.insts[in.path+"."+spec.Name]; clash && (c.resv == nil || !c.ended) {
 		return Resv{}, fmt.Errorf("%w: instance %s.%s already exists; choose another --name", ErrInvalid, in.path, spec.Name)
 	}
 	js := Spec{Nodes: spec.Nodes, NodeList: spec.NodeList, Slots: spec.Slots, Walltime: 1}
@@ -113,6 +113,7 @@ func (in *Instance) AddResv(now Time, who Actor, spec resv.Spec) (Resv, error) {
 	for _, name := range sortedKeys(spec.Slots) {
 		pools = append(pools, timeline.Pool{Name: name, Size: spec.Slots[name]})
 	}
+	delete(in.sh.insts, r.Path) // an ended reservation of the same name leaves its history
 	child, err := newInstance(Config{
 		Path: r.Path, Nodes: r.NodeNames, Pools: pools, Policy: in.cfg.Policy,
 		DefaultWalltime: in.cfg.DefaultWalltime, MaxWalltime: in.cfg.MaxWalltime,
@@ -172,10 +173,17 @@ func (in *Instance) PlanResv(spec resv.Spec) (ResvPlan, error) {
 			}
 			return true
 		})
-		for _, j := range cands {
-			cut.Truncate(spanOf(j.ID), spec.Start)
+		kreq := in.killFirst(req, cands, base, spec)
+		scope := kreq.Within
+		if !kreq.NodeSet.IsEmpty() {
+			scope = kreq.NodeSet
 		}
-		nodes, ok := cut.Fits(in.killFirst(req, cands, base, spec), spec.Start, dur)
+		for _, j := range cands {
+			if scope.IsEmpty() || j.nodeSet.Overlaps(scope) {
+				cut.Truncate(spanOf(j.ID), spec.Start)
+			}
+		}
+		nodes, ok := cut.Fits(kreq, spec.Start, dur)
 		if ok {
 			var kill []JobID
 			for _, j := range cands {
@@ -216,8 +224,10 @@ func (in *Instance) killFirst(req timeline.Request, cands []*Job, base *timeline
 	// thrown away, then nodes, then ID).
 	lost := func(j *Job) int64 { return int64(j.nodeSet.Len()) * int64(spec.Start-j.Start) }
 	var best *Job
+	nfree := free.Len()
 	for _, j := range cands {
-		if free.Union(j.nodeSet).Len() < req.Nodes {
+		// A running job's nodes are not free, so the union's size is a sum.
+		if nfree+j.nodeSet.Len() < req.Nodes {
 			continue
 		}
 		if best == nil || lost(j) < lost(best) || (lost(j) == lost(best) && (j.nodeSet.Len() < best.nodeSet.Len() ||

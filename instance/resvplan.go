@@ -38,7 +38,7 @@ func (in *Instance) PlanWindows(spec resv.Spec, after Time, count int) ([]Window
 	if err := in.checkResources(&js); err != nil {
 		return nil, err
 	}
-	cands := in.planCandidates(after)
+	cands := in.planCandidates(spec, after, count)
 	var out []Window
 	var lastKill string
 	for _, t := range cands {
@@ -67,21 +67,62 @@ func (in *Instance) PlanWindows(spec resv.Spec, after Time, count int) ([]Window
 	return out, nil
 }
 
-// planCandidates returns after and every later instant at which a running
-// job's or a reservation's span ends, ascending, at most maxPlanCandidates.
-func (in *Instance) planCandidates(after Time) []Time {
-	seen := map[Time]bool{after: true}
-	out := []Time{after}
-	in.tl.Overlapping(timeline.NodeSet{}, after, timeline.MaxTime, func(s timeline.Span) bool {
-		if j := in.run[JobID(s.ID)]; (j != nil || s.ID >= resvSpanBase) && s.End > after && !seen[s.End] {
-			seen[s.End] = true
-			out = append(out, s.End)
+// planCandidates returns the starts PlanWindows tries, ascending: in
+// drain mode the earliest window that needs no killing and the instants
+// after it at which running jobs or reservations end; in kill mode, after
+// itself, that drain window (which kills nothing), and running jobs' end
+// times spread evenly between them, so that staff see what waiting buys.
+func (in *Instance) planCandidates(spec resv.Spec, after Time, count int) []Time {
+	base := in.tl.Clone()
+	in.queue.Ascend(func(j *Job) bool {
+		if j.planned {
+			base.Remove(spanOf(j.ID))
 		}
 		return true
 	})
-	sort.Slice(out, func(a, b int) bool { return out[a] < out[b] })
-	if len(out) > maxPlanCandidates {
-		out = out[:maxPlanCandidates]
+	js := Spec{Nodes: spec.Nodes, NodeList: spec.NodeList, Slots: spec.Slots, Walltime: 1}
+	in.checkResources(&js)
+	drain, _, err := base.EarliestFit(in.request(&Job{Spec: js}), after, Duration(spec.End-spec.Start))
+	var ends []Time
+	seen := map[Time]bool{}
+	in.tl.Overlapping(timeline.NodeSet{}, after, timeline.MaxTime, func(s timeline.Span) bool {
+		if j := in.run[JobID(s.ID)]; (j != nil || s.ID >= resvSpanBase) && s.End > after && !seen[s.End] {
+			seen[s.End] = true
+			ends = append(ends, s.End)
+		}
+		return true
+	})
+	sort.Slice(ends, func(a, b int) bool { return ends[a] < ends[b] })
+	var out []Time
+	if spec.Overlap == resv.Kill {
+		out = append(out, after)
+		var between []Time
+		for _, t := range ends {
+			if t > after && (err != nil || t < drain) {
+				between = append(between, t)
+			}
+		}
+		if k := 2 * count; len(between) > k {
+			picked := make([]Time, 0, k)
+			for i := 1; i <= k; i++ {
+				picked = append(picked, between[i*len(between)/(k+1)])
+			}
+			between = picked
+		}
+		out = append(out, between...)
+		if err == nil && drain > after {
+			out = append(out, drain)
+		}
+		return out
+	}
+	if err != nil {
+		return nil
+	}
+	out = append(out, drain)
+	for _, t := range ends {
+		if t > drain && len(out) < maxPlanCandidates {
+			out = append(out, t)
+		}
 	}
 	return out
 }
