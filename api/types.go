@@ -137,6 +137,9 @@ type SubmitRequest struct {
 	Env        map[string]string `json:"env,omitempty"`    // the subset of the environment to pass
 	Stdout     string            `json:"stdout,omitempty"` // path template
 	Stderr     string            `json:"stderr,omitempty"` // path template
+	// The job is a child instance (batch, alloc): its process's STRATA_URI
+	// points at the child, where strata run/submit schedule onto its nodes only.
+	Instance bool `json:"instance,omitempty"`
 }
 
 // Validate checks what can be checked without knowing the instance: counts,

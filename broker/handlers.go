@@ -44,7 +44,7 @@ func (r *Runtime) submit(ctx context.Context, q Request) (any, error) {
 	}
 	spec := instance.Spec{
 		Name: sr.Name, Nodes: sr.Nodes, Walltime: instance.Duration(sr.Walltime), Slots: sr.QPU,
-		Resv: sr.Resv, Hold: sr.Hold, Requeue: sr.Requeue,
+		Resv: sr.Resv, Hold: sr.Hold, Requeue: sr.Requeue, Child: sr.Instance,
 	}
 	if !sr.Begin.IsZero() {
 		spec.Begin = instance.Time(sr.Begin.Unix())
