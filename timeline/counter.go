@@ -1,112 +1,271 @@
 package timeline
 
-import "github.com/google/btree"
+import (
+	"slices"
+	"sort"
+
+	"github.com/google/btree"
+)
 
 // btreeDegree is the degree of every btree in the package: nodes hold up to
 // 2*btreeDegree-1 items.
 const btreeDegree = 32
 
 // point is a change point of a counter: used units from t until the next
-// point. Points are values, never mutated in place once in a tree, so that a
-// cloned tree's shared nodes stay valid.
+// point.
 type point struct {
 	t    Time
 	used int64
 }
 
-func pointLess(a, b point) bool { return a.t < b.t }
+// chunk is a run of consecutive change points, stored as one btree item
+// keyed by its first point's instant; the points live in a box.
+//
+// Copy on write: a box may be changed in place only by the counter that owns
+// it (own == the counter's token), that is, the counter that made it after
+// its last Clone. Clone gives both sides new tokens, so boxes made before are
+// never changed again: a change copies them. In place, appending a point or
+// adding to the points of a chunk costs no btree update at all.
+type chunk struct {
+	t Time // b.pts[0].t
+	b *box
+}
+
+type box struct {
+	pts []point // sorted by t, non-empty, at most maxChunk
+	own *owner
+}
+
+// owner is a counter's ownership token (one byte, so that each is distinct).
+type owner struct{ _ byte }
+
+func chunkLess(a, b chunk) bool { return a.t < b.t }
+
+// Chunk sizes: a rebuilt region is cut into chunks of about chunkTarget
+// points, never more than maxChunk.
+const (
+	maxChunk    = 64
+	chunkTarget = 48
+)
 
 // counter is one count dimension (the node count, or one pool) over time: an
-// ordered set of change points, coalesced so that no two consecutive points
-// hold the same value. There is always a point at the timeline's origin, so
-// every instant >= origin has a floor point. A counter with no use is the
-// single point {origin, 0}.
+// ordered set of change points, each holding the units in use from its
+// instant to the next, coalesced so that no two consecutive points hold the
+// same value. There is always a point at the timeline's origin, so every
+// instant >= origin has a floor point. A counter with no use is the single
+// point {origin, 0}.
+//
+// The points live in chunks of up to 64 in a google/btree, rather than one
+// btree item per point: adding a span rewrites every point of its window, and
+// rewriting a chunk of 48 points costs one btree update instead of 48, while
+// scans walk plain arrays.
 type counter struct {
 	size int64
-	tree *btree.BTreeG[point]
+	tree *btree.BTreeG[chunk]
+	own  *owner  // token of the chunks this counter may write in place
 	buf  []point // scratch for add; never shared between clones
+	old  []chunk // scratch for add
 }
 
-func newCounter(size int64, origin Time, fl *btree.FreeListG[point]) counter {
-	tr := btree.NewWithFreeListG(btreeDegree, pointLess, fl)
-	tr.ReplaceOrInsert(point{t: origin})
-	return counter{size: size, tree: tr}
+func newCounter(size int64, origin Time, fl *btree.FreeListG[chunk]) counter {
+	tr := btree.NewWithFreeListG(btreeDegree, chunkLess, fl)
+	own := new(owner)
+	tr.ReplaceOrInsert(chunk{t: origin, b: &box{pts: []point{{t: origin}}, own: own}})
+	return counter{size: size, tree: tr, own: own}
 }
 
+// clone returns an independent copy of c; from now on neither writes the
+// chunks they share.
 func (c *counter) clone() counter {
-	return counter{size: c.size, tree: c.tree.Clone()}
+	c.own = new(owner)
+	return counter{size: c.size, tree: c.tree.Clone(), own: new(owner)}
 }
 
-// floor returns the last point at or before t; t must be >= origin.
-func (c *counter) floor(t Time) point {
-	var out point
-	c.tree.DescendLessOrEqual(point{t: t}, func(p point) bool {
-		out = p
+// chunkAt returns the chunk holding the floor point of t (t >= origin).
+func (c *counter) chunkAt(t Time) chunk {
+	var out chunk
+	c.tree.DescendLessOrEqual(chunk{t: t}, func(ch chunk) bool {
+		out = ch
 		return false
 	})
 	return out
+}
+
+// floorIndex returns the index in pts of the last point at or before t.
+func floorIndex(pts []point, t Time) int {
+	return sort.Search(len(pts), func(i int) bool { return pts[i].t > t }) - 1
 }
 
 // at returns the units in use at instant t (zero before the origin).
 func (c *counter) at(t Time) int64 {
-	var out int64
-	c.tree.DescendLessOrEqual(point{t: t}, func(p point) bool {
-		out = p.used
-		return false
+	ch := c.chunkAt(t)
+	if ch.b == nil {
+		return 0
+	}
+	return ch.b.pts[floorIndex(ch.b.pts, t)].used
+}
+
+// scan calls fn for every point from the floor point of from (from >=
+// origin) on, in order, until fn returns false.
+func (c *counter) scan(from Time, fn func(p point) bool) {
+	first := c.chunkAt(from)
+	i := floorIndex(first.b.pts, from)
+	c.tree.AscendGreaterOrEqual(first, func(ch chunk) bool {
+		for _, p := range ch.b.pts[i:] {
+			if !fn(p) {
+				return false
+			}
+		}
+		i = 0
+		return true
 	})
-	return out
 }
 
 // maxOver returns the most units in use at any instant of [s, e), s < e.
 func (c *counter) maxOver(s, e Time) int64 {
-	f := c.floor(s)
-	m := f.used
-	c.tree.AscendRange(point{t: f.t}, point{t: e}, func(p point) bool {
+	m := int64(0)
+	first := true
+	c.scan(s, func(p point) bool {
+		if !first && p.t >= e {
+			return false
+		}
+		first = false
 		m = max(m, p.used)
 		return true
 	})
 	return m
 }
 
-// add adds delta units over [s, e), s < e, origin <= s: it splits the
-// segments at s and e, rewrites the points in [s, e), then drops s and e if
-// they became redundant. Points strictly inside (s, e) keep their relative
-// values, so they cannot become redundant.
+// points returns all points in order (for tests).
+func (c *counter) points() []point {
+	var out []point
+	c.tree.Ascend(func(ch chunk) bool {
+		out = append(out, ch.b.pts...)
+		return true
+	})
+	return out
+}
+
+// add adds delta units over [s, e), s < e, origin <= s. It rebuilds the
+// chunks from the one holding the last point before s to the one holding
+// the floor of e: the points in [s, e) get delta, split points appear at s
+// and e when needed, and points that became redundant are dropped.
 func (c *counter) add(s, e Time, delta int64) {
 	if delta == 0 {
 		return
 	}
-	fs := c.floor(s)
-	if fs.t != s {
-		c.tree.ReplaceOrInsert(point{t: s, used: fs.used})
+	// The region's chunks.
+	old := c.old[:0]
+	from := c.chunkAt(s - 1)
+	if from.b == nil {
+		from = c.chunkAt(s)
 	}
-	fe := c.floor(e)
-	if fe.t != e {
-		c.tree.ReplaceOrInsert(point{t: e, used: fe.used})
-	}
-	buf := c.buf[:0]
-	c.tree.AscendRange(point{t: s}, point{t: e}, func(p point) bool {
-		buf = append(buf, p)
+	c.tree.AscendGreaterOrEqual(from, func(ch chunk) bool {
+		if ch.t > e {
+			return false
+		}
+		old = append(old, ch)
 		return true
 	})
-	for _, p := range buf {
-		c.tree.ReplaceOrInsert(point{t: p.t, used: p.used + delta})
+	// Rewrite their points.
+	out := c.buf[:0]
+	emit := func(t Time, v int64) {
+		if n := len(out); n > 0 && out[n-1].used == v {
+			return // coalesce
+		}
+		out = append(out, point{t, v})
 	}
-	// Coalesce at e: the last point before e now holds last.used+delta.
-	if last := buf[len(buf)-1]; last.used+delta == fe.used {
-		c.tree.Delete(point{t: e})
+	var prev int64 // value of the last original point seen
+	doneS, doneE := false, false
+	for _, ch := range old {
+		for _, p := range ch.b.pts {
+			if !doneS && p.t >= s {
+				if p.t > s {
+					emit(s, prev+delta)
+				}
+				doneS = true
+			}
+			if !doneE && p.t >= e {
+				if p.t > e {
+					emit(e, prev)
+				}
+				doneE = true
+			}
+			v := p.used
+			if p.t >= s && p.t < e {
+				v += delta
+			}
+			if len(out) == 0 {
+				out = append(out, point{p.t, v}) // the region's first point stays
+			} else {
+				emit(p.t, v)
+			}
+			prev = p.used
+		}
 	}
-	// Coalesce at s with the point before it, if any.
-	first := buf[0].used + delta
-	prev, hasPrev := point{}, false
-	c.tree.DescendLessOrEqual(point{t: s - 1}, func(p point) bool {
-		prev, hasPrev = p, true
-		return false
-	})
-	if hasPrev && prev.used == first {
-		c.tree.Delete(point{t: s})
+	if !doneS {
+		emit(s, prev+delta)
 	}
-	c.buf = buf[:0]
+	if !doneE {
+		emit(e, prev)
+	}
+	// Write the new points back chunk by chunk, keeping the old chunks'
+	// boundaries: old chunk j takes the points before old chunk j+1.
+	i := 0
+	for j, ch := range old {
+		k := len(out)
+		if j+1 < len(old) {
+			k = i + sort.Search(len(out)-i, func(x int) bool { return out[i+x].t >= old[j+1].t })
+		}
+		c.rewrite(ch, out[i:k])
+		i = k
+	}
+	clear(old)
+	c.buf, c.old = out[:0], old[:0]
+}
+
+// rewrite replaces chunk ch, in the tree, by the points pts (possibly none).
+func (c *counter) rewrite(ch chunk, pts []point) {
+	switch {
+	case len(pts) == 0:
+		c.tree.Delete(ch)
+		return
+	case slices.Equal(pts, ch.b.pts):
+		return
+	case len(pts) > maxChunk:
+		c.tree.Delete(ch)
+		n := len(pts)
+		k := (n + chunkTarget - 1) / chunkTarget
+		for x := 0; x < k; x++ {
+			c.insert(pts[x*n/k : (x+1)*n/k])
+		}
+		return
+	}
+	if ch.b.own == c.own {
+		// Ours alone: change the box in place.
+		if cap(ch.b.pts) < len(pts) {
+			ch.b.pts = make([]point, len(pts), maxChunk)
+		}
+		ch.b.pts = ch.b.pts[:len(pts)]
+		copy(ch.b.pts, pts)
+		if pts[0].t != ch.t {
+			c.tree.Delete(ch)
+			c.tree.ReplaceOrInsert(chunk{t: pts[0].t, b: ch.b})
+		}
+		return
+	}
+	if pts[0].t != ch.t {
+		c.tree.Delete(ch)
+	}
+	c.insert(pts)
+}
+
+// insert puts a new chunk holding a copy of pts in the tree, replacing any
+// chunk with the same first instant.
+func (c *counter) insert(pts []point) {
+	b := &box{pts: make([]point, len(pts), min(maxChunk, len(pts)+len(pts)/2+4)), own: c.own}
+	copy(b.pts, pts)
+	c.tree.ReplaceOrInsert(chunk{t: pts[0].t, b: b})
 }
 
 // earliest returns the earliest c >= from such that amount more units fit
@@ -117,8 +276,7 @@ func (c *counter) earliest(amount int64, from Time, d Duration, horizon Time) (T
 	limit := c.size - amount
 	cand := from
 	blocked, done, ok := false, false, false
-	f := c.floor(from)
-	c.tree.AscendGreaterOrEqual(point{t: f.t}, func(p point) bool {
+	c.scan(from, func(p point) bool {
 		if blocked {
 			cand = p.t
 			blocked = false

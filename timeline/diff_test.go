@@ -419,8 +419,18 @@ func (sc *scenario) checkInvariants(p pair) {
 	tl, o := p.tl, p.o
 	for d := range tl.dims {
 		c := &tl.dims[d]
-		var pts []point
-		c.tree.Ascend(func(pt point) bool { pts = append(pts, pt); return true })
+		pts := c.points()
+		c.tree.Ascend(func(ch chunk) bool {
+			if len(ch.b.pts) == 0 || len(ch.b.pts) > maxChunk || ch.t != ch.b.pts[0].t {
+				sc.fail("dim %d: bad chunk %+v", d, ch)
+			}
+			return true
+		})
+		for i := 1; i < len(pts); i++ {
+			if pts[i].t <= pts[i-1].t {
+				sc.fail("dim %d: points out of order: %v", d, pts)
+			}
+		}
 		if len(pts) == 0 || pts[0].t != o.origin {
 			sc.fail("dim %d: first point %v, origin %d", d, pts, o.origin)
 		}

@@ -34,22 +34,57 @@ type idItem struct {
 
 func idLess(a, b idItem) bool { return a.id < b.id }
 
-// ikey orders spans by (start, id) in an interval index class. A key with a
-// nil span is a probe that sorts before every span with the same start.
+// ikey is a span's entry in an interval index class. It carries the span's
+// end and the bounds of its nodes inline, so that a scan can reject spans
+// outside the window or the node range, and read the nodes of a span that is
+// one run, without touching the span itself (a cache miss per span).
+// Keys order by (start, end, lo, id); a key with a nil span is a probe that
+// sorts before every span with the same start.
 type ikey struct {
-	start Time
-	s     *span
+	start, end Time
+	// The nodes of the span lie in [lo, |hi|); hi > 0 when they are exactly
+	// that run, hi < 0 when the span has several runs. 0, 0 for none.
+	lo, hi int32
+	s      *span
+}
+
+func keyOf(s *span) ikey {
+	k := ikey{start: s.start, end: s.end, s: s}
+	if r := s.nodes.runs; len(r) > 0 {
+		k.lo, k.hi = r[0].lo, r[len(r)-1].hi
+		if len(r) > 1 {
+			k.hi = -k.hi
+		}
+	}
+	return k
+}
+
+// bound returns the end of the node bounds of k.
+func (k ikey) bound() int32 {
+	if k.hi < 0 {
+		return -k.hi
+	}
+	return k.hi
 }
 
 func ikeyLess(a, b ikey) bool {
-	if a.start != b.start {
+	switch {
+	case a.start != b.start:
 		return a.start < b.start
-	}
-	if a.s == nil {
+	case a.s == nil:
 		return b.s != nil
+	case b.s == nil:
+		return false
+	case a.end != b.end:
+		return a.end < b.end
+	case a.lo != b.lo:
+		return a.lo < b.lo
 	}
-	return b.s != nil && a.s.id < b.s.id
+	return a.s.id < b.s.id
 }
+
+// anyNodes is the node range that every span matches, pool-only spans too.
+var anyNodes = run{math.MinInt32, math.MaxInt32}
 
 // numClasses is the number of duration classes: class k holds spans whose
 // duration is in [2^k, 2^(k+1)) seconds, and durations are below 2^63.
@@ -78,11 +113,11 @@ func (x *intervalIndex) insert(s *span) {
 		x.cls[k] = btree.NewWithFreeListG(btreeDegree, ikeyLess, x.fl)
 		x.mask |= 1 << k
 	}
-	x.cls[k].ReplaceOrInsert(ikey{s.start, s})
+	x.cls[k].ReplaceOrInsert(keyOf(s))
 }
 
 func (x *intervalIndex) delete(s *span) {
-	x.cls[classOf(s)].Delete(ikey{s.start, s})
+	x.cls[classOf(s)].Delete(keyOf(s))
 }
 
 func (x *intervalIndex) clone() intervalIndex {
@@ -94,10 +129,11 @@ func (x *intervalIndex) clone() intervalIndex {
 	return out
 }
 
-// visit calls fn for every span overlapping [start, end) (span.start < end and
-// span.end > start), class by class and by (start, id) within a class, until
-// fn returns false. fn must not modify the index.
-func (x *intervalIndex) visit(start, end Time, fn func(*span) bool) {
+// visit calls fn for every span overlapping [start, end) (span.start < end
+// and span.end > start) whose node bounds meet box, class by class and by
+// (start, end) within a class, until fn returns false. fn must not modify the
+// index.
+func (x *intervalIndex) visit(start, end Time, box run, fn func(ikey) bool) {
 	if end <= start {
 		return
 	}
@@ -116,7 +152,7 @@ func (x *intervalIndex) visit(start, end Time, fn func(*span) bool) {
 			if it.start >= end {
 				return false
 			}
-			if it.s.end > start && !fn(it.s) {
+			if it.end > start && it.bound() > box.lo && it.lo < box.hi && !fn(it) {
 				stop = true
 				return false
 			}

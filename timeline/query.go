@@ -12,12 +12,6 @@ type seg struct {
 	end    Time
 }
 
-// level counts the nodes of the candidate set held until end.
-type level struct {
-	end Time
-	n   int
-}
-
 // plan is a validated Request.
 type plan struct {
 	w        NodeSet // nodes to choose from: NodeSet, Within, or all nodes
@@ -99,11 +93,15 @@ func (t *Timeline) Fits(req Request, start Time, d Duration) (NodeSet, bool) {
 			return NodeSet{}, false
 		}
 	}
-	if p.n == 0 {
-		return NodeSet{}, true
+	var nodes NodeSet
+	if p.n > 0 {
+		var ok bool
+		if nodes, ok, _ = t.nodeFit(p, start, end, false); !ok {
+			return NodeSet{}, false
+		}
 	}
-	nodes, ok, _ := t.nodeFit(p, start, end, false)
-	return nodes, ok
+	t.memo = fitMemo{version: t.version, start: start, end: end, nodes: nodes, amt: p.amt}
+	return nodes, true
 }
 
 // EarliestFit returns the earliest start >= notBefore such that req fits
@@ -142,10 +140,12 @@ func (t *Timeline) EarliestFit(req Request, notBefore Time, d Duration) (Time, N
 			break
 		}
 		if p.n == 0 {
+			t.memo = fitMemo{version: t.version, start: c, end: c + Time(d), amt: p.amt}
 			return c, NodeSet{}, nil
 		}
 		nodes, ok, next := t.nodeFit(p, c, c+Time(d), true)
 		if ok {
+			t.memo = fitMemo{version: t.version, start: c, end: c + Time(d), nodes: nodes, amt: p.amt}
 			return c, nodes, nil
 		}
 		if next > t.res.horizon-Time(d) {
@@ -183,11 +183,7 @@ func (t *Timeline) countsFit(amt []int64, c Time, d Duration) (Time, bool) {
 // which enough of the spans blocking them have ended.
 func (t *Timeline) nodeFit(p plan, start, end Time, wantNext bool) (nodes NodeSet, ok bool, next Time) {
 	segs := t.collect(start, end, p.w)
-	free := t.freeRuns(segs, p.w.runs)
-	nfree := 0
-	for _, r := range free {
-		nfree += r.len()
-	}
+	free, nfree := t.freeRuns(segs, p.w.runs)
 	if nfree >= p.n {
 		if p.explicit {
 			return p.w, true, 0
@@ -195,135 +191,33 @@ func (t *Timeline) nodeFit(p plan, start, end Time, wantNext bool) (nodes NodeSe
 		return choose(free, p.n), true, 0
 	}
 	if wantNext {
-		next = t.release(segs, p.w.runs, p.n-nfree)
+		next = t.release(segs, p.w.runs, p.w.Len(), p.n)
 	}
 	return NodeSet{}, false, next
 }
 
-// collect gathers, sorted by lo, the runs of the node spans overlapping
-// [start, end), clipped to the bounds of w.
+// collect gathers the runs of the node spans overlapping [start, end),
+// clipped to the bounds of w, in scratch memory valid until the next call.
 func (t *Timeline) collect(start, end Time, w NodeSet) []seg {
 	segs := t.segs[:0]
 	if len(w.runs) == 0 {
 		return segs
 	}
 	wlo, whi := w.runs[0].lo, w.runs[len(w.runs)-1].hi
-	t.nodeIdx.visit(start, end, func(s *span) bool {
-		rs := s.nodes.runs
-		if rs[len(rs)-1].hi <= wlo || rs[0].lo >= whi {
+	t.nodeIdx.visit(start, end, run{wlo, whi}, func(k ikey) bool {
+		if k.hi > 0 { // one run: no need to read the span
+			segs = append(segs, seg{max(k.lo, wlo), min(k.hi, whi), k.end})
 			return true
 		}
-		for _, r := range rs {
-			lo, hi := max(r.lo, wlo), min(r.hi, whi)
-			if lo < hi {
-				segs = append(segs, seg{lo, hi, s.end})
+		for _, r := range k.s.nodes.runs {
+			if lo, hi := max(r.lo, wlo), min(r.hi, whi); lo < hi {
+				segs = append(segs, seg{lo, hi, k.end})
 			}
 		}
 		return true
 	})
-	slices.SortFunc(segs, func(a, b seg) int { return cmp.Compare(a.lo, b.lo) })
 	t.segs = segs
 	return segs
-}
-
-// freeRuns returns w minus the union of segs (sorted by lo), in scratch
-// memory valid until the next call.
-func (t *Timeline) freeRuns(segs []seg, w []run) []run {
-	union := t.runs[:0]
-	for _, s := range segs {
-		union = appendMerge(union, run{s.lo, s.hi})
-	}
-	n := len(union)
-	out := minusRuns(union, w, union[:n])
-	t.runs = out
-	return out[n:]
-}
-
-// release returns the earliest end among segs (sorted by lo) by which at least
-// need nodes of w now held by segs are released: the need-th smallest, over
-// the held nodes of w, of the latest end of the segments holding the node.
-func (t *Timeline) release(segs []seg, w []run, need int) Time {
-	levels := t.levels[:0]
-	wi := 0
-	// Sweep the upper envelope of the segments (latest end per node) with a
-	// max-heap on end, lazily dropping segments that finished before pos.
-	h := t.heap[:0]
-	i := 0
-	var pos int32
-	for i < len(segs) || len(h) > 0 {
-		if len(h) == 0 {
-			pos = segs[i].lo
-		}
-		for i < len(segs) && segs[i].lo <= pos {
-			h = heapPush(h, segs[i])
-			i++
-		}
-		for len(h) > 0 && h[0].hi <= pos {
-			h = heapPop(h)
-		}
-		if len(h) == 0 {
-			continue
-		}
-		next := h[0].hi
-		if i < len(segs) && segs[i].lo < next {
-			next = segs[i].lo
-		}
-		// Count the nodes of w in [pos, next).
-		n := 0
-		for wi < len(w) && w[wi].hi <= pos {
-			wi++
-		}
-		for k := wi; k < len(w) && w[k].lo < next; k++ {
-			n += int(min(w[k].hi, next)) - int(max(w[k].lo, pos))
-		}
-		if n > 0 {
-			levels = append(levels, level{h[0].end, n})
-		}
-		pos = next
-	}
-	t.heap = h
-	slices.SortFunc(levels, func(a, b level) int { return cmp.Compare(a.end, b.end) })
-	t.levels = levels
-	for _, l := range levels {
-		if need -= l.n; need <= 0 {
-			return l.end
-		}
-	}
-	panic("timeline: release: fewer held nodes than needed")
-}
-
-func heapPush(h []seg, s seg) []seg {
-	h = append(h, s)
-	for i := len(h) - 1; i > 0; {
-		p := (i - 1) / 2
-		if h[p].end >= h[i].end {
-			break
-		}
-		h[p], h[i] = h[i], h[p]
-		i = p
-	}
-	return h
-}
-
-func heapPop(h []seg) []seg {
-	n := len(h) - 1
-	h[0] = h[n]
-	h = h[:n]
-	for i := 0; ; {
-		l, m := 2*i+1, i
-		if l < n && h[l].end > h[m].end {
-			m = l
-		}
-		if l+1 < n && h[l+1].end > h[m].end {
-			m = l + 1
-		}
-		if m == i {
-			break
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
-	return h
 }
 
 // choose picks n nodes of free (sorted, disjoint runs holding at least n
@@ -382,7 +276,8 @@ func (t *Timeline) FreeNodes(start, end Time) NodeSet {
 		return NodeSet{}
 	}
 	segs := t.collect(start, end, t.res.all)
-	return NodeSet{runs: slices.Clone(t.freeRuns(segs, t.res.all.runs))}
+	free, _ := t.freeRuns(segs, t.res.all.runs)
+	return NodeSet{runs: slices.Clone(free)}
 }
 
 // Overlapping calls fn, in ascending ID order, for every span that overlaps
@@ -398,17 +293,20 @@ func (t *Timeline) FreeNodes(start, end Time) NodeSet {
 func (t *Timeline) Overlapping(nodes NodeSet, start, end Time, fn func(Span) bool) {
 	found := t.found[:0]
 	t.found = nil // taken: a nested call from fn allocates its own
-	pick := func(s *span) bool {
-		found = append(found, s)
+	pick := func(k ikey) bool {
+		found = append(found, k.s)
 		return true
 	}
 	if nodes.IsEmpty() {
-		t.nodeIdx.visit(start, end, pick)
-		t.poolIdx.visit(start, end, pick)
+		t.nodeIdx.visit(start, end, anyNodes, pick)
+		t.poolIdx.visit(start, end, anyNodes, pick)
 	} else {
-		t.nodeIdx.visit(start, end, func(s *span) bool {
-			if runsOverlap(s.nodes.runs, nodes.runs) {
-				found = append(found, s)
+		box := run{nodes.runs[0].lo, nodes.runs[len(nodes.runs)-1].hi}
+		single := len(nodes.runs) == 1
+		t.nodeIdx.visit(start, end, box, func(k ikey) bool {
+			// With one run on either side, meeting bounds means overlap.
+			if (single && k.hi > 0) || runsOverlap(k.s.nodes.runs, nodes.runs) {
+				found = append(found, k.s)
 			}
 			return true
 		})
@@ -433,13 +331,13 @@ func (t *Timeline) UsageAt(at Time) Usage {
 		return u
 	}
 	var runs []run
-	pick := func(s *span) bool {
-		u.Spans = append(u.Spans, s.id)
-		runs = append(runs, s.nodes.runs...)
+	pick := func(k ikey) bool {
+		u.Spans = append(u.Spans, k.s.id)
+		runs = append(runs, k.s.nodes.runs...)
 		return true
 	}
-	t.nodeIdx.visit(at, at+1, pick)
-	t.poolIdx.visit(at, at+1, pick)
+	t.nodeIdx.visit(at, at+1, anyNodes, pick)
+	t.poolIdx.visit(at, at+1, anyNodes, pick)
 	slices.Sort(u.Spans)
 	slices.SortFunc(runs, func(a, b run) int { return cmp.Compare(a.lo, b.lo) })
 	var busy []run

@@ -96,6 +96,34 @@ type Usage struct {
 	Spans []SpanID // spans covering the instant, in ascending ID order
 }
 
+// fitMemo records a fit that Fits or EarliestFit verified at a version of the
+// timeline, so that Add of that very span right after (what a scheduler does)
+// need not check it again.
+type fitMemo struct {
+	version    uint64
+	start, end Time
+	nodes      NodeSet
+	amt        []int64 // as in plan; nil when there is no memo
+}
+
+// matches reports whether the memo vouches for resources nodes and slots
+// (trimmed) over [start, end) at version v.
+func (m *fitMemo) matches(v uint64, start, end Time, nodes NodeSet, slots []int) bool {
+	if m.amt == nil || m.version != v || m.start != start || m.end != end || !m.nodes.Equal(nodes) {
+		return false
+	}
+	for i, a := range m.amt[1:] {
+		u := 0
+		if i < len(slots) {
+			u = slots[i]
+		}
+		if int64(u) != a {
+			return false
+		}
+	}
+	return len(slots) <= len(m.amt)-1
+}
+
 // resources is the immutable part of a Timeline, shared by its clones.
 type resources struct {
 	names   []string
@@ -120,12 +148,17 @@ type Timeline struct {
 	nodeIdx intervalIndex // spans that use nodes
 	poolIdx intervalIndex // spans that use pools only
 
+	// version counts changes; memo is the last fit a query verified.
+	version uint64
+	memo    fitMemo
+
 	// Scratch buffers, owned by this Timeline alone (never shared by a clone).
-	segs   []seg
-	runs   []run
-	heap   []seg
-	levels []level
-	found  []*span
+	segs  []seg
+	bits  nodeBits
+	keys  []uint64
+	order []int32
+	runs  []run
+	found []*span
 }
 
 // New returns an empty Timeline for cfg.
@@ -189,7 +222,7 @@ func New(cfg Config) (*Timeline, error) {
 		dims: make([]counter, 1+len(cfg.Pools)),
 		byID: btree.NewG(btreeDegree, idLess),
 	}
-	fl := btree.NewFreeListG[point](btree.DefaultFreeListSize)
+	fl := btree.NewFreeListG[chunk](btree.DefaultFreeListSize)
 	t.dims[0] = newCounter(int64(len(cfg.Nodes)), cfg.Origin, fl)
 	for i, p := range cfg.Pools {
 		t.dims[1+i] = newCounter(int64(p.Size), cfg.Origin, fl)
@@ -303,9 +336,12 @@ func (t *Timeline) Add(s Span) error {
 		return fmt.Errorf("%w: span %d", err, s.ID)
 	}
 	sp := &span{id: s.ID, tag: s.Tag, start: s.Start, end: s.End, nodes: s.Nodes.compact(), slots: slots}
-	if err := t.checkFree(sp, s.Start, s.End); err != nil {
-		return err
+	if !t.memo.matches(t.version, s.Start, s.End, s.Nodes, slots) {
+		if err := t.checkFree(sp, s.Start, s.End); err != nil {
+			return err
+		}
 	}
+	t.version++
 	t.byID.ReplaceOrInsert(idItem{sp.id, sp})
 	t.index(sp)
 	t.count(sp, sp.start, sp.end, 1)
@@ -320,6 +356,7 @@ func (t *Timeline) Remove(id SpanID) error {
 	if !ok {
 		return fmt.Errorf("%w: span %d", ErrUnknownSpan, id)
 	}
+	t.version++
 	t.byID.Delete(it)
 	t.unindex(it.s)
 	t.count(it.s, it.s.start, it.s.end, -1)
@@ -372,6 +409,7 @@ func (t *Timeline) Extend(id SpanID, end Time) error {
 
 // replace swaps old for a copy ending at end in every index.
 func (t *Timeline) replace(old *span, end Time) {
+	t.version++
 	ns := *old
 	ns.end = end
 	t.unindex(old)
@@ -424,9 +462,12 @@ func (t *Timeline) checkFree(s *span, start, end Time) error {
 		return nil
 	}
 	var other *span
-	t.nodeIdx.visit(start, end, func(o *span) bool {
-		if o != s && runsOverlap(o.nodes.runs, s.nodes.runs) {
-			other = o
+	box := run{s.nodes.runs[0].lo, s.nodes.runs[len(s.nodes.runs)-1].hi}
+	single := len(s.nodes.runs) == 1
+	t.nodeIdx.visit(start, end, box, func(k ikey) bool {
+		// With one run on either side, meeting bounds means overlap.
+		if k.s != s && ((single && k.hi > 0) || runsOverlap(k.s.nodes.runs, s.nodes.runs)) {
+			other = k.s
 			return false
 		}
 		return true

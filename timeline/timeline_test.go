@@ -43,10 +43,9 @@ func dump(tl *Timeline) string {
 		return true
 	})
 	for i := range tl.dims {
-		tl.dims[i].tree.Ascend(func(p point) bool {
+		for _, p := range tl.dims[i].points() {
 			fmt.Fprintf(&b, "d%d@%d=%d ", i, p.t, p.used)
-			return true
-		})
+		}
 	}
 	return b.String()
 }

@@ -1,0 +1,110 @@
+package timeline
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/google/btree"
+)
+
+// TestCounterRandom checks a counter against a per-second array over a
+// horizon long enough for many chunks, through adds, removals and clones.
+func TestCounterRandom(t *testing.T) {
+	const horizon = 3000
+	r := rand.New(rand.NewPCG(11, 12))
+	type use struct {
+		s, e Time
+		v    int64
+	}
+	for round := range 20 {
+		size := int64(1 + r.IntN(20))
+		cv := newCounter(size, 0, btree.NewFreeListG[chunk](4))
+		c := &cv
+		var want [horizon + 1]int64
+		var uses []use
+		check := func(c *counter, want *[horizon + 1]int64) {
+			t.Helper()
+			pts := c.points()
+			if pts[0] != (point{0, want[0]}) {
+				t.Fatalf("round %d: first point %v", round, pts[0])
+			}
+			for i := 1; i < len(pts); i++ {
+				if pts[i].t <= pts[i-1].t || pts[i].used == pts[i-1].used {
+					t.Fatalf("round %d: points not sorted and coalesced: %v", round, pts[i-1:i+1])
+				}
+			}
+			c.tree.Ascend(func(ch chunk) bool {
+				if len(ch.b.pts) == 0 || len(ch.b.pts) > maxChunk || ch.t != ch.b.pts[0].t {
+					t.Fatalf("round %d: bad chunk of %d points at %d", round, len(ch.b.pts), ch.t)
+				}
+				return true
+			})
+			for at := Time(0); at <= horizon; at++ {
+				if got := c.at(at); got != want[at] {
+					t.Fatalf("round %d: at(%d) = %d, want %d", round, at, got, want[at])
+				}
+			}
+			for range 50 {
+				s := Time(r.IntN(horizon))
+				e := s + 1 + Time(r.IntN(horizon-int(s)))
+				m := slices.Max(want[s:e])
+				if got := c.maxOver(s, e); got != m {
+					t.Fatalf("round %d: maxOver(%d, %d) = %d, want %d", round, s, e, got, m)
+				}
+				amount := 1 + int64(r.IntN(int(size)))
+				d := Duration(1 + r.IntN(100))
+				wantAt, wantOK := Time(0), false
+				for c0 := s; c0+Time(d) <= horizon; c0++ {
+					if slices.Max(want[c0:c0+Time(d)])+amount <= size {
+						wantAt, wantOK = c0, true
+						break
+					}
+				}
+				if got, ok := c.earliest(amount, s, d, horizon); ok != wantOK || (ok && got != wantAt) {
+					t.Fatalf("round %d: earliest(%d, %d, %d) = %d, %v; want %d, %v", round, amount, s, d, got, ok, wantAt, wantOK)
+				}
+			}
+		}
+		for op := range 400 {
+			if len(uses) > 0 && r.IntN(3) == 0 {
+				i := r.IntN(len(uses))
+				u := uses[i]
+				uses = slices.Delete(uses, i, i+1)
+				c.add(u.s, u.e, -u.v)
+				for at := u.s; at < u.e; at++ {
+					want[at] -= u.v
+				}
+			} else {
+				s := Time(r.IntN(horizon))
+				e := s + 1 + Time(r.IntN(min(200, horizon-int(s))))
+				v := int64(1 + r.IntN(3))
+				uses = append(uses, use{s, e, v})
+				c.add(s, e, v)
+				for at := s; at < e; at++ {
+					want[at] += v
+				}
+			}
+			if op%50 == 0 {
+				// A clone changed on one side leaves the other intact.
+				cl := c.clone()
+				cl.add(0, horizon, 5)
+				check(c, &want)
+				check(&cl, func() *[horizon + 1]int64 {
+					w := want
+					for at := 0; at < horizon; at++ {
+						w[at] += 5
+					}
+					return &w
+				}())
+			}
+		}
+		check(c, &want)
+		for _, u := range uses {
+			c.add(u.s, u.e, -u.v)
+		}
+		if pts := c.points(); len(pts) != 1 || pts[0] != (point{}) {
+			t.Fatalf("round %d: after removing everything: %v", round, pts)
+		}
+	}
+}
