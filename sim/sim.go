@@ -56,6 +56,9 @@ type Config struct {
 	Observe func(now instance.Time, in *instance.Instance)
 	// PerJob keeps every job's record in Result.PerJob.
 	PerJob bool
+	// Nodes keeps the nodes each job ran on in Result.PerJob (invariant
+	// checks; it costs memory per job).
+	Nodes bool
 }
 
 // JobResult is one simulated job.
@@ -63,7 +66,7 @@ type JobResult struct {
 	ID                 int64 // the trace's job number
 	Submit, Start, End int64
 	Units              int
-	Nodes              []string // only with Config.Observe set (for invariant checks)
+	Nodes              []string // only with Config.Nodes set (for invariant checks)
 	State              string
 }
 
@@ -170,7 +173,7 @@ func Run(jobs []swf.SimJob, units int, cfg Config) (Result, error) {
 
 	r := &replay{cfg: cfg, in: in, jobs: jobs, idx: make(map[instance.JobID]int32, len(jobs)),
 		start: make([]int64, len(jobs)), end: make([]int64, len(jobs))}
-	if cfg.Observe != nil {
+	if cfg.Nodes {
 		r.nodes = make([][]string, len(jobs))
 	}
 	if err := r.loop(); err != nil {
@@ -217,7 +220,7 @@ func (r *replay) loop() error {
 		}
 		for len(r.comp) > 0 && r.comp[0].t == now {
 			c := heap.Pop(&r.comp).(completion)
-			if r.end[r.idx[c.id]] == 0 {
+			if _, running := r.idx[c.id]; running {
 				if err := r.in.Exited(now, c.id, instance.Exit{Code: 0}); err != nil {
 					return err
 				}
@@ -313,7 +316,13 @@ func (r *replay) drain(now instance.Time) error {
 func (r *replay) ended(now instance.Time, id instance.JobID) {
 	i := r.idx[id]
 	r.end[i] = int64(now)
+	delete(r.idx, id)
 	r.done++
+	// The replay keeps its own per-job results: the core may drop the
+	// records of ended jobs, so memory follows the live jobs, not the trace.
+	if r.done%4096 == 0 {
+		r.in.Forget(now + 1)
+	}
 }
 
 func (r *replay) finish(res *Result) {
@@ -333,7 +342,7 @@ func (r *replay) finish(res *Result) {
 		if run < j.Run {
 			res.TimedOut++
 		}
-		if r.cfg.PerJob || r.cfg.Observe != nil {
+		if r.cfg.PerJob || r.cfg.Nodes {
 			jr := JobResult{ID: j.ID, Submit: j.Submit, Start: r.start[i], End: r.end[i], Units: int(j.Units)}
 			if r.nodes != nil {
 				jr.Nodes = r.nodes[i]

@@ -3,6 +3,7 @@ package sim
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/strata-hpc/strata/instance"
@@ -63,14 +64,29 @@ func BenchmarkCTC(b *testing.B) {
 			jobs, units := loadTrace(b, ctc, limit)
 			b.ReportAllocs()
 			b.ResetTimer()
+			var peak uint64
 			for range b.N {
-				res, err := Run(jobs, units, Config{Policy: pol})
+				// The heap in use is sampled as the replay runs (every
+				// 1,024 instants, after a GC), with the trace loaded.
+				n := 0
+				cfg := Config{Policy: pol, Observe: func(instance.Time, *instance.Instance) {
+					if n++; n%8192 == 0 {
+						b.StopTimer()
+						runtime.GC()
+						var ms runtime.MemStats
+						runtime.ReadMemStats(&ms)
+						peak = max(peak, ms.HeapAlloc)
+						b.StartTimer()
+					}
+				}}
+				res, err := Run(jobs, units, cfg)
 				if err != nil {
 					b.Fatal(err)
 				}
 				b.ReportMetric(res.Utilization, "utilization")
 			}
 			b.ReportMetric(float64(len(jobs)), "jobs")
+			b.ReportMetric(float64(peak)/float64(len(jobs)), "heap-B/job")
 		})
 	}
 }

@@ -121,7 +121,7 @@ func TestReplayInvariants(t *testing.T) {
 		for _, pol := range pols {
 			t.Run(strings.SplitN(tr, "-", 2)[0]+"/"+pol.Name, func(t *testing.T) {
 				c := &checker{t: t, pol: pol, firstPlan: map[instance.JobID]instance.Time{}}
-				res, err := Run(jobs, units, Config{Policy: pol, Observe: c.observe, PerJob: true})
+				res, err := Run(jobs, units, Config{Policy: pol, Observe: c.observe, PerJob: true, Nodes: true})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -146,7 +146,7 @@ func TestReplayReservations(t *testing.T) {
 	spec := fmt.Sprintf("start=+2d,duration=12h,nodes=%d,every=7d", units*3/4)
 	for _, pol := range []instance.Policy{instance.EASY, instance.Conservative} {
 		t.Run(pol.Name, func(t *testing.T) {
-			res, err := Run(jobs, units, Config{Policy: pol, Resvs: []string{spec}, PerJob: true,
+			res, err := Run(jobs, units, Config{Policy: pol, Resvs: []string{spec}, PerJob: true, Nodes: true,
 				Observe: func(_ instance.Time, i *instance.Instance) { in = i }})
 			if err != nil {
 				t.Fatal(err)
