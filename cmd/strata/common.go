@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -32,6 +33,7 @@ func userCommands() []*cli.Command {
 		uriCommand(),
 		userCommand(),
 		whoamiCommand(),
+		resvCommand(), batchCommand(), allocCommand(),
 	}
 	for _, c := range cmds {
 		prepare(c)
@@ -90,12 +92,16 @@ func onUsageError(_ *cli.Context, err error, _ bool) error {
 }
 
 // guard turns a panic in an action into an error, so that a user sees a
-// sentence and an exit code, never a stack trace.
+// sentence and an exit code, not a crash; STRATA_DEBUG=1 adds the stack.
 func guard(a cli.ActionFunc) cli.ActionFunc {
 	return func(c *cli.Context) (err error) {
 		defer func() {
 			if r := recover(); r != nil {
-				err = fmt.Errorf("internal error in 'strata %s': %v; please report it with this trace:\n%s", c.Command.FullName(), r, debug.Stack())
+				msg := fmt.Sprintf("internal error in 'strata %s': %v; please report it (STRATA_DEBUG=1 shows where it happened)", c.Command.FullName(), r)
+				if os.Getenv("STRATA_DEBUG") == "1" {
+					msg += "\n" + string(debug.Stack())
+				}
+				err = errors.New(msg)
 			}
 		}()
 		return a(c)
@@ -269,7 +275,7 @@ func permuteArgs(app *cli.App, args []string) []string {
 
 func isUserCommand(path []string) bool {
 	p := strings.Join(path, " ")
-	return interspersed[p] || p == "submit" || p == "run"
+	return interspersed[p] || p == "submit" || p == "run" || p == "batch" || p == "alloc"
 }
 
 // isFlagArg reports whether a looks like a flag ("-x", "--xy", "-x=1").

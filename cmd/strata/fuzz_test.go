@@ -115,3 +115,17 @@ func FuzzParseQPUSlots(f *testing.F) {
 		}
 	})
 }
+
+func FuzzPermuteArgs(f *testing.F) {
+	for _, s := range []string{"job show 12 --json", "submit -N4 -t1h sleep 30", "cancel 12 -- -13", "--uri x uri y --creds", "user add -o", "job update 1 -t", "-- --", "run -N"} {
+		f.Add(s)
+	}
+	app := newApp()
+	f.Fuzz(func(t *testing.T, s string) {
+		args := append([]string{"strata"}, strings.Fields(s)...)
+		out := permuteArgs(app, args)
+		if len(out) == 0 || out[0] != "strata" {
+			t.Fatalf("permuteArgs(%q) = %q", args, out)
+		}
+	})
+}

@@ -350,3 +350,38 @@ func splitArgs(s string) []string {
 	}
 	return out
 }
+
+// The instance comes from --uri after the command, else --uri before it,
+// else $STRATA_URI, else the local root.
+func TestURIPrecedence(t *testing.T) {
+	for _, tc := range []struct {
+		env  string
+		args []string
+		want string
+	}{
+		{"", []string{"uri"}, "strata://127.0.0.1:4222/root"},
+		{"strata://env:1/root/physics", []string{"uri"}, "strata://env:1/root/physics"},
+		{"strata://env:1", []string{"--uri", "app:2", "uri"}, "strata://app:2/root"},
+		{"strata://env:1", []string{"--uri", "app:2", "uri", "--uri", "cmd:3/root/x"}, "strata://cmd:3/root/x"},
+		{"", []string{"uri", "--uri=CMD"}, "strata://cmd:4222/root"},
+	} {
+		t.Setenv(api.EnvURI, tc.env)
+		app := newApp()
+		var out strings.Builder
+		app.Writer, app.ErrWriter = &out, io.Discard
+		if err := app.Run(permuteArgs(app, append([]string{"strata"}, tc.args...))); err != nil {
+			t.Errorf("STRATA_URI=%s strata %q: %v", tc.env, tc.args, err)
+			continue
+		}
+		if got := strings.TrimSpace(out.String()); got != tc.want {
+			t.Errorf("STRATA_URI=%s strata %q printed %q; want %q", tc.env, tc.args, got, tc.want)
+		}
+	}
+}
+
+func TestGuard(t *testing.T) {
+	err := guard(func(*cli.Context) error { panic("boom") })(cli.NewContext(newApp(), nil, nil))
+	if err == nil || !strings.Contains(err.Error(), "internal error") || !strings.Contains(err.Error(), "boom") || strings.Contains(err.Error(), "goroutine") {
+		t.Errorf("guard: %v", err)
+	}
+}
