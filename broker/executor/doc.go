@@ -51,20 +51,23 @@
 // (or whose machine rebooted) is Lost.
 //
 // Why one keeper per executor and not a shim per job: on the reference VM
-// (2 vCPUs, shared) a process is the dominant cost of a trivial job, so
+// (2 shared vCPUs) a process is the dominant cost of a trivial job, so
 // every design is measured in CPU time per job, all processes included
-// (executor_bench_test.go; figures under load, so read them as ratios):
+// (executor_bench_test.go; measured with other work loading the machine,
+// load average 10-20, so read them as ratios):
 //
-//	direct fork+exec of /bin/true by the broker    5.7-6.6 ms  (no exit status survives the broker)
-//	Local, the keeper (output to /dev/null)        6.8-7.2 ms
-//	Local, the keeper (output to two files)        7.3-8.9 ms
-//	sh -c '"$@"; echo $? >STATUS' sh true          13-15 ms
-//	per-job Go shim (re-exec of a Go binary)       26-29 ms
+//	                                                CPU/job   jobs/s
+//	direct fork+exec of /bin/true by the broker     5.2-6.3 ms  135-215  (no exit status survives the broker)
+//	Local: the keeper, output to /dev/null          5.9-6.2 ms  160-217
+//	Local: the keeper, output to two files          6.4-7.6 ms   90-166
+//	sh -c '"$@"; echo $? >STATUS' sh true          12.0-13.1 ms   47-52
+//	per-job Go shim (re-exec of a Go binary)       22.8-24.1 ms   20-26
 //
 // The shell wrapper also dies with its job when the job's group is
 // signalled, and cannot tell "exit 137" from SIGKILL. A per-job Go shim
 // pays a Go runtime start for every job. The keeper adds no process per
-// job, only three short JSON messages over pipes (start, exit, release).
+// job, only four short JSON messages over pipes (start and its reply, exit,
+// release), and costs about as much as the broker forking the job itself.
 // Keeping exit statuses in memory rather than writing a file per job saves
 // four file system operations per job (create, write, rename, unlink),
 // about 0.5 ms of CPU on the reference VM.
@@ -74,6 +77,16 @@
 // their pidfds and end up Lost, with an Err that says why; exits reported
 // before it died are not affected), and the next Start starts a new
 // keeper.
+//
+// # Deployment
+//
+// The keeper and the jobs stay in the broker's cgroup. Under systemd, the
+// default KillMode=control-group kills them all when the broker's unit
+// stops or restarts; use KillMode=process for jobs to outlive a broker
+// restart. A keeper runs the binary it was started from (/proc/self/exe),
+// so replacing the broker binary does not disturb running keepers; the
+// pipe protocol is private to one binary, and a restarted broker only ever
+// reads an old keeper's status files.
 //
 // # Identity
 //

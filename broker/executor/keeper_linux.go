@@ -240,8 +240,6 @@ func (k *keeper) writeStatus(path string, s status) {
 }
 
 func (k *keeper) start(r request) {
-	k.reap.RLock()
-	defer k.reap.RUnlock()
 	ev := event{Seq: r.Seq, Op: "started", ID: r.ID}
 	var created []string // output files to remove if the start fails
 	fail := func(op, path string, err error) {
@@ -271,6 +269,10 @@ func (k *keeper) start(r request) {
 			created = append(created, r.Stderr)
 		}
 	}
+	// Not before: opening an output file may block (a FIFO), and the
+	// reaper must not wait for that.
+	k.reap.RLock()
+	defer k.reap.RUnlock()
 	pid, err := syscall.ForkExec(r.Path, r.Argv, &syscall.ProcAttr{
 		Dir:   r.Dir,
 		Env:   r.Env,
