@@ -56,12 +56,12 @@
 // (executor_bench_test.go; measured with other work loading the machine,
 // load average 10-20, so read them as ratios):
 //
-//	                                                CPU/job   jobs/s
-//	direct fork+exec of /bin/true by the broker     5.2-6.3 ms  135-215  (no exit status survives the broker)
-//	Local: the keeper, output to /dev/null          5.9-6.2 ms  160-217
-//	Local: the keeper, output to two files          6.4-7.6 ms   90-166
-//	sh -c '"$@"; echo $? >STATUS' sh true          12.0-13.1 ms   47-52
-//	per-job Go shim (re-exec of a Go binary)       22.8-24.1 ms   20-26
+//	design                                        CPU/job       jobs/s
+//	direct fork+exec of /bin/true by the broker    5.2-6.3 ms   135-215  (no exit status survives the broker)
+//	Local: the keeper, output to /dev/null         5.9-6.2 ms   160-217
+//	Local: the keeper, output to two files         6.4-7.6 ms    90-166
+//	sh -c '"$@"; echo $? >STATUS' sh true         12.0-13.1 ms   47-52
+//	per-job Go shim (re-exec of a Go binary)      22.8-24.1 ms   20-26
 //
 // The shell wrapper also dies with its job when the job's group is
 // signalled, and cannot tell "exit 137" from SIGKILL. A per-job Go shim

@@ -139,12 +139,15 @@ type keptJob struct {
 }
 
 func keeperMain() int {
+	for _, fd := range []int{keeperReqFD, keeperEventFD} {
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
+			fmt.Fprintf(os.Stderr, "%s is set in the environment, but this process was not started as an executor keeper; unset it\n", keeperEnv)
+			return 2
+		}
+	}
 	in := os.NewFile(keeperReqFD, "requests")
 	outf := os.NewFile(keeperEventFD, "events")
-	if in == nil || outf == nil {
-		fmt.Fprintln(os.Stderr, "strata executor keeper: started without its pipes")
-		return 2
-	}
 	// Inherited descriptors are not close-on-exec; without this every job
 	// would hold the pipes open and the broker would never see the keeper
 	// die.

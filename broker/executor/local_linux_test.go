@@ -690,3 +690,15 @@ func TestCloseWhileStarting(t *testing.T) {
 	}
 	t.Logf("%d jobs started before Close", n)
 }
+
+// A binary run with the keeper's environment variable but not by a Local
+// says so and stops, instead of silently being a keeper of nothing.
+func TestKeeperModeMisuse(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), keeperMarker+"=1")
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "not started as an executor keeper") {
+		t.Errorf("got %v, %q", err, out)
+	}
+}
