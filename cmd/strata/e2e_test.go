@@ -446,6 +446,36 @@ func TestE2E(t *testing.T) {
 		}
 	})
 
+	t.Run("run interrupted", func(t *testing.T) {
+		cmd := exec.Command(e2eBin, "run", "--", "sh", "-c", "echo started; exec sleep 30")
+		cmd.Dir, cmd.Env = b.work, b.env("alice")
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		lines := bufio.NewScanner(out)
+		if !lines.Scan() || lines.Text() != "started" {
+			t.Fatalf("first line %q", lines.Text())
+		}
+		cmd.Process.Signal(os.Interrupt)
+		for lines.Scan() {
+		}
+		cmd.Wait()
+		code := cmd.ProcessState.ExitCode()
+		m := regexp.MustCompile(`cancelling job ([0-9]+)`).FindStringSubmatch(errb.String())
+		if m == nil || code == 0 || !strings.Contains(errb.String(), "job "+m[1]+" cancelled") {
+			t.Fatalf("run after Ctrl-C: exit %d, stderr:\n%s", code, errb.String())
+		}
+		if j := b.job("alice", m[1]); j.State != api.JobCancelled {
+			t.Errorf("job %s after Ctrl-C: %s", m[1], j.State)
+		}
+	})
+
 	t.Run("others' jobs", func(t *testing.T) {
 		held := b.submit("alice", "--hold", "true")
 		if j := b.job("alice", held); j.State != api.JobPending || !j.Hold {
