@@ -20,8 +20,9 @@ import (
 type LocalOptions struct {
 	// StateDir holds the status files and the keeper's log. It must
 	// outlive the broker process (use the broker's state directory), and a
-	// restarted broker must use the same one. It is created (mode 0700) if
-	// missing. Default: $TMPDIR/strata-executor-UID.
+	// restarted broker must use the same one; two live brokers must not
+	// share one. It is created (mode 0700) if missing. Default:
+	// $TMPDIR/strata-executor-UID.
 	StateDir string
 
 	// PollInterval is how often an adopted job is checked on when the
