@@ -13,23 +13,5 @@ func (t *Timeline) EarliestFitBefore(req Request, notBefore Time, d Duration, li
 	if err != nil || t.checkDuration(notBefore, d) != nil {
 		return 0, NodeSet{}, false
 	}
-	c := notBefore
-	for c < limit {
-		var ok bool
-		if c, ok = t.countsFit(p.amt, c, d); !ok || c >= limit {
-			return 0, NodeSet{}, false
-		}
-		if p.n == 0 {
-			return c, NodeSet{}, true
-		}
-		nodes, ok, next := t.nodeFit(p, c, c+Time(d), true)
-		if ok {
-			return c, nodes, true
-		}
-		if next <= c || next > t.res.horizon-Time(d) {
-			return 0, NodeSet{}, false
-		}
-		c = next
-	}
-	return 0, NodeSet{}, false
+	return t.search(p, notBefore, d, limit)
 }

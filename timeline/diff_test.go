@@ -61,6 +61,7 @@ type scenario struct {
 	pairs []pair
 	ops   int
 	log   []string // recent operations, printed on failure
+	cur   *oracle  // the oracle of the pair being operated on
 	stats map[string]int
 }
 
@@ -103,8 +104,14 @@ func newScenario(t testing.TB, src source) *scenario {
 func (sc *scenario) fail(format string, a ...any) {
 	sc.t.Helper()
 	n := max(0, len(sc.log)-30)
-	sc.t.Fatalf("config %+v\nlast operations:\n  %s\nFAIL: %s", sc.cfg,
-		strings.Join(sc.log[n:], "\n  "), fmt.Sprintf(format, a...))
+	var spans []string
+	if sc.cur != nil {
+		for _, s := range sc.cur.spans {
+			spans = append(spans, fmt.Sprintf("%d[%d,%d)%v%v", s.id, s.start, s.end, setOf(s.nodes), s.slots))
+		}
+	}
+	sc.t.Fatalf("config %+v\nlast operations:\n  %s\nspans of the pair (oracle): %s\nFAIL: %s", sc.cfg,
+		strings.Join(sc.log[n:], "\n  "), strings.Join(spans, " "), fmt.Sprintf(format, a...))
 }
 
 func (sc *scenario) note(format string, a ...any) {
@@ -245,6 +252,7 @@ func (sc *scenario) step() {
 	k := sc.src.intn(len(sc.pairs))
 	p := sc.pairs[k]
 	tl, o := p.tl, p.o
+	sc.cur = o
 	switch op := sc.src.intn(20); {
 	case op < 5: // add
 		start, d := sc.window()
@@ -325,6 +333,12 @@ func (sc *scenario) step() {
 		if errClass(err) != werr || (err == nil && (c != wc || maskOf(ns) != wns)) {
 			sc.fail("EarliestFit(%+v, %d, %d) = %d, %v, %v; oracle %d, %v, %v", r, nb, d, c, ns, err, wc, setOf(wns), werr)
 		}
+		// EarliestFitBefore agrees with EarliestFit below its limit.
+		limit := nb + Time(sc.src.intn(int(sc.cfg.Horizon-sc.cfg.Origin)+2))
+		bc, bns, bok := tl.EarliestFitBefore(r, nb, d, limit)
+		if wok := werr == nil && wc < limit; bok != wok || (bok && (bc != wc || maskOf(bns) != wns)) {
+			sc.fail("EarliestFitBefore(%+v, %d, %d, %d) = %d, %v, %v; oracle %d, %v, %v", r, nb, d, limit, bc, bns, bok, wc, setOf(wns), werr)
+		}
 		if err == nil {
 			// The choice is valid under the oracle: exactly the nodes asked,
 			// all free throughout the window; and Fits agrees.
@@ -369,6 +383,20 @@ func (sc *scenario) step() {
 		sc.note("[%d] UsageAt(%d)", k, at)
 		u := tl.UsageAt(at)
 		busy, use, ids := o.usage(at)
+		nfree, sfree := tl.FreeAt(at)
+		wantFree, wantSlots := 0, []int(nil)
+		if len(o.pools) > 0 {
+			wantSlots = make([]int, len(o.pools))
+		}
+		if at >= o.origin && at < o.horizon {
+			wantFree = o.nodes - bits.OnesCount64(busy)
+			for i := range wantSlots {
+				wantSlots[i] = o.pools[i] - use[i]
+			}
+		}
+		if nfree != wantFree || !slices.Equal(sfree, wantSlots) {
+			sc.fail("FreeAt(%d) = %d, %v; oracle %d, %v", at, nfree, sfree, wantFree, wantSlots)
+		}
 		if maskOf(u.Busy) != busy || !slices.Equal(u.Slots, use) || !slices.Equal(u.Spans, ids) {
 			sc.fail("UsageAt(%d) = %+v, oracle busy %v slots %v spans %v", at, u, setOf(busy), use, ids)
 		}

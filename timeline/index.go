@@ -160,3 +160,22 @@ func (x *intervalIndex) visit(start, end Time, box run, fn func(ikey) bool) {
 		})
 	}
 }
+
+// visitStarts calls fn for every span starting in [from, to) whose node
+// bounds meet box, class by class, until fn returns false. fn must not modify
+// the index.
+func (x *intervalIndex) visitStarts(from, to Time, box run, fn func(ikey) bool) {
+	if to <= from {
+		return
+	}
+	stop := false
+	for m := x.mask; m != 0 && !stop; m &= m - 1 {
+		x.cls[bits.TrailingZeros64(m)].AscendRange(ikey{start: from}, ikey{start: to}, func(it ikey) bool {
+			if it.bound() > box.lo && it.lo < box.hi && !fn(it) {
+				stop = true
+				return false
+			}
+			return true
+		})
+	}
+}

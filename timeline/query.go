@@ -96,7 +96,7 @@ func (t *Timeline) Fits(req Request, start Time, d Duration) (NodeSet, bool) {
 	var nodes NodeSet
 	if p.n > 0 {
 		var ok bool
-		if nodes, ok, _ = t.nodeFit(p, start, end, false); !ok {
+		if nodes, ok, _ = t.nodeFit(p, t.collect(start, end, p.w), false); !ok {
 			return NodeSet{}, false
 		}
 	}
@@ -133,27 +133,48 @@ func (t *Timeline) EarliestFit(req Request, notBefore Time, d Duration) (Time, N
 	if err := t.checkDuration(notBefore, d); err != nil {
 		return 0, NodeSet{}, err
 	}
+	if c, nodes, ok := t.search(p, notBefore, d, t.res.horizon-Time(d)+1); ok {
+		return c, nodes, nil
+	}
+	return 0, NodeSet{}, fmt.Errorf("%w: from %d for %ds", ErrNoFit, notBefore, d)
+}
+
+// search returns the earliest start in [notBefore, limit) where p fits for d
+// seconds (d > 0, notBefore+d <= horizon), and the chosen nodes; it records
+// the fit in the memo.
+func (t *Timeline) search(p plan, notBefore Time, d Duration, limit Time) (Time, NodeSet, bool) {
 	c := notBefore
-	for {
+	var segs []seg
+	var seen Time // segs hold the node spans that start before seen
+	for c < limit {
 		var ok bool
-		if c, ok = t.countsFit(p.amt, c, d); !ok {
+		if c, ok = t.countsFit(p.amt, c, d); !ok || c >= limit {
 			break
 		}
 		if p.n == 0 {
 			t.memo = fitMemo{version: t.version, start: c, end: c + Time(d), amt: p.amt}
-			return c, NodeSet{}, nil
+			return c, NodeSet{}, true
 		}
-		nodes, ok, next := t.nodeFit(p, c, c+Time(d), true)
+		// The spans overlapping [c, c+d): on the first round, from the
+		// index; later, those of the previous round still running at c, plus
+		// those starting since the previous window's end.
+		if segs == nil {
+			segs = t.collect(c, c+Time(d), p.w)
+		} else {
+			segs = t.advance(segs, c, seen, c+Time(d), p.w)
+		}
+		seen = c + Time(d)
+		nodes, ok, next := t.nodeFit(p, segs, true)
 		if ok {
 			t.memo = fitMemo{version: t.version, start: c, end: c + Time(d), nodes: nodes, amt: p.amt}
-			return c, nodes, nil
+			return c, nodes, true
 		}
 		if next > t.res.horizon-Time(d) {
 			break
 		}
 		c = next
 	}
-	return 0, NodeSet{}, fmt.Errorf("%w: from %d for %ds", ErrNoFit, notBefore, d)
+	return 0, NodeSet{}, false
 }
 
 // countsFit returns the earliest start >= c where every count dimension has
@@ -178,11 +199,11 @@ func (t *Timeline) countsFit(amt []int64, c Time, d Duration) (Time, bool) {
 	return c, true
 }
 
-// nodeFit chooses p.n nodes of p.w free throughout [start, end). When they do
-// not fit and wantNext is set, next is the earliest start after start at
-// which enough of the spans blocking them have ended.
-func (t *Timeline) nodeFit(p plan, start, end Time, wantNext bool) (nodes NodeSet, ok bool, next Time) {
-	segs := t.collect(start, end, p.w)
+// nodeFit chooses p.n nodes of p.w free throughout a window, given segs, the
+// runs of the spans overlapping the window. When they do not fit and wantNext
+// is set, next is the earliest instant at which enough of those spans have
+// ended.
+func (t *Timeline) nodeFit(p plan, segs []seg, wantNext bool) (nodes NodeSet, ok bool, next Time) {
 	free, nfree := t.freeRuns(segs, p.w.runs)
 	if nfree >= p.n {
 		if p.explicit {
@@ -205,18 +226,46 @@ func (t *Timeline) collect(start, end Time, w NodeSet) []seg {
 	}
 	wlo, whi := w.runs[0].lo, w.runs[len(w.runs)-1].hi
 	t.nodeIdx.visit(start, end, run{wlo, whi}, func(k ikey) bool {
-		if k.hi > 0 { // one run: no need to read the span
-			segs = append(segs, seg{max(k.lo, wlo), min(k.hi, whi), k.end})
-			return true
+		segs = appendSegs(segs, k, wlo, whi)
+		return true
+	})
+	t.segs = segs
+	return segs
+}
+
+// advance turns segs, the runs of the spans overlapping an earlier window
+// that ended at seen, into those of the spans overlapping [start, end),
+// start >= the earlier start and end >= seen: it drops the runs that end by
+// start and adds the spans starting in [seen, end).
+func (t *Timeline) advance(segs []seg, start, seen, end Time, w NodeSet) []seg {
+	kept := segs[:0]
+	for _, s := range segs {
+		if s.end > start {
+			kept = append(kept, s)
 		}
-		for _, r := range k.s.nodes.runs {
-			if lo, hi := max(r.lo, wlo), min(r.hi, whi); lo < hi {
-				segs = append(segs, seg{lo, hi, k.end})
-			}
+	}
+	segs = kept
+	wlo, whi := w.runs[0].lo, w.runs[len(w.runs)-1].hi
+	t.nodeIdx.visitStarts(seen, end, run{wlo, whi}, func(k ikey) bool {
+		if k.end > start { // a short span may have come and gone
+			segs = appendSegs(segs, k, wlo, whi)
 		}
 		return true
 	})
 	t.segs = segs
+	return segs
+}
+
+// appendSegs appends the runs of the span of k, clipped to [wlo, whi).
+func appendSegs(segs []seg, k ikey, wlo, whi int32) []seg {
+	if k.hi > 0 { // one run: no need to read the span
+		return append(segs, seg{max(k.lo, wlo), min(k.hi, whi), k.end})
+	}
+	for _, r := range k.s.nodes.runs {
+		if lo, hi := max(r.lo, wlo), min(r.hi, whi); lo < hi {
+			segs = append(segs, seg{lo, hi, k.end})
+		}
+	}
 	return segs
 }
 
