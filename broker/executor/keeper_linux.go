@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -148,11 +149,11 @@ func keeperMain() int {
 	}
 	in := os.NewFile(keeperReqFD, "requests")
 	outf := os.NewFile(keeperEventFD, "events")
-	// Inherited descriptors are not close-on-exec; without this every job
-	// would hold the pipes open and the broker would never see the keeper
-	// die.
-	syscall.CloseOnExec(keeperReqFD)
-	syscall.CloseOnExec(keeperEventFD)
+	// Inherited descriptors are not close-on-exec. Jobs get only stdin,
+	// stdout and stderr: not our pipes (or the broker would never see the
+	// keeper die while a job runs), nor whatever the broker inherited from
+	// its own parent.
+	closeOnExecFrom(keeperReqFD)
 	devnull, err := os.Open(os.DevNull)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "strata executor keeper:", err)
@@ -437,4 +438,21 @@ func (o *outbox) stop() {
 	o.q = nil
 	o.cond.Signal()
 	o.mu.Unlock()
+}
+
+// closeOnExecFrom marks every open descriptor from fd up close-on-exec.
+func closeOnExecFrom(fd int) {
+	if unix.CloseRange(uint(fd), ^uint(0), unix.CLOSE_RANGE_CLOEXEC) == nil {
+		return
+	}
+	// Before Linux 5.11.
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if n, err := strconv.Atoi(e.Name()); err == nil && n >= fd {
+			syscall.CloseOnExec(n)
+		}
+	}
 }

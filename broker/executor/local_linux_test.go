@@ -702,3 +702,27 @@ func TestKeeperModeMisuse(t *testing.T) {
 		t.Errorf("got %v, %q", err, out)
 	}
 }
+
+// TestJobFDs checks that a job gets stdin, stdout and stderr and nothing
+// else: not the keeper's pipes, nor a descriptor the broker inherited
+// without close-on-exec.
+func TestJobFDs(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	leak := int(w.Fd())
+	if _, _, errno := syscall.Syscall(syscall.SYS_FCNTL, uintptr(leak), syscall.F_SETFD, 0); errno != 0 {
+		t.Fatal(errno)
+	}
+	l, c, _ := newLocal(t)
+	dir := t.TempDir()
+	rec := start(t, l, "fds", dir, "sh", "-c", "ls /proc/$$/fd")
+	c.wait(t, "fds", 10*time.Second)
+	b, _ := os.ReadFile(rec.Stdout)
+	if got := strings.Fields(string(b)); strings.Join(got, " ") != "0 1 2" {
+		t.Errorf("job's descriptors: %q, want 0 1 2 (the broker had %d open without close-on-exec)", got, leak)
+	}
+}
