@@ -1,0 +1,207 @@
+package broker_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/strata-hpc/strata/api"
+	"github.com/strata-hpc/strata/broker"
+	"github.com/strata-hpc/strata/client"
+	"github.com/strata-hpc/strata/instance"
+	"github.com/strata-hpc/strata/internal/hostlist"
+)
+
+// The targets for the broker (see BenchmarkSubmit, BenchmarkRunTrue
+// and cmd/strata's BenchmarkRunCommand):
+//
+//	submissions accepted and persisted   >= 20,000 jobs/s
+//	trivial jobs run to completion       >= 1,000 jobs/s on 16 local nodes
+//	strata run true                      <= 20 ms median
+//
+//	go test -run '^$' -bench 'Submit|RunTrue' -count 5 ./broker/
+
+// benchRuntime starts an embedded broker on a free port, with the runtime
+// over nodes (easy backfill, the local executor), and returns clients
+// connected as user alice, each on a connection of its own.
+func benchRuntime(b *testing.B, nodes string, clients int) (*broker.Broker, []*client.Client) {
+	b.Helper()
+	br, err := broker.New(broker.Options{Listen: "127.0.0.1:0", StateDir: b.TempDir(), Logger: testLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := br.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(br.Shutdown)
+	names, err := hostlist.Parse(nodes)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rt, err := br.RunInstances(broker.Resources{Nodes: names, Policy: instance.EASY, KillGrace: time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { rt.Close() })
+	creds := addUser(b, br, "alice", false)
+	cs := make([]*client.Client, clients)
+	for i := range cs {
+		c, err := client.Dial(br.URI("root"), client.WithCreds(creds), client.WithName(fmt.Sprintf("bench-%d", i)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(c.Close)
+		cs[i] = c
+	}
+	return br, cs
+}
+
+// fanOut runs n operations on the clients, one goroutine per client, each
+// taking the next operation number until n are taken. It returns the first
+// error.
+func fanOut(cs []*client.Client, n int, op func(c *client.Client, i int) error) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for _, c := range cs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				if err := op(c, i); err != nil {
+					once.Do(func() { first = err })
+					next.Store(int64(n)) // stop the others
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+// BenchmarkSubmit measures accepted submissions: each reply comes after
+// JetStream acknowledged the job's record. The jobs are held, so none
+// starts and only submission is measured. Target: 20,000 jobs/s.
+func BenchmarkSubmit(b *testing.B) {
+	for _, clients := range []int{1, 16} {
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+			br, cs := benchRuntime(b, "node[0-15]", clients)
+			req := api.SubmitRequest{Nodes: 1, Walltime: 60, Hold: true, Command: []string{"true"}, Cwd: b.TempDir()}
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			start, cpu0 := time.Now(), cpuTime(b)
+			err := fanOut(cs, b.N, func(c *client.Client, _ int) error {
+				var j api.Job
+				if err := c.Call(ctx, api.OpSubmit, req, &j); err != nil {
+					return err
+				}
+				if j.State != api.JobPending {
+					return fmt.Errorf("job %d is %s, want pending (held)", j.ID, j.State)
+				}
+				return nil
+			})
+			elapsed, cpu := time.Since(start), cpuTime(b)-cpu0
+			b.StopTimer()
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "jobs/s")
+			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/job")
+			// Every accepted job is in the store.
+			kv, err := br.JetStream().KeyValue(ctx, broker.JobsBucket)
+			if err != nil {
+				b.Fatal(err)
+			}
+			st, err := kv.Status(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if st.Values() < uint64(b.N) {
+				b.Fatalf("%d records in %s after %d accepted submissions", st.Values(), broker.JobsBucket, b.N)
+			}
+		})
+	}
+}
+
+// BenchmarkRunTrue measures trivial jobs (true) run to completion on 16
+// local nodes: b.N jobs submitted from 16 clients, each of which then waits
+// for its jobs to end. Target: 1,000 jobs/s.
+func BenchmarkRunTrue(b *testing.B) {
+	const clients = 16
+	_, cs := benchRuntime(b, "node[0-15]", clients)
+	req := api.SubmitRequest{Nodes: 1, Walltime: 60, Command: []string{"true"}, Cwd: b.TempDir()}
+	ctx := context.Background()
+	// Warm up: the first job starts the executor's keeper.
+	var warm api.Job
+	if err := cs[0].Call(ctx, api.OpSubmit, req, &warm); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := waitEnd(ctx, cs[0], warm.ID); err != nil {
+		b.Fatal(err)
+	}
+	ids := make([]api.JobID, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	start, cpu0 := time.Now(), cpuTime(b)
+	err := fanOut(cs, b.N, func(c *client.Client, i int) error {
+		var j api.Job
+		if err := c.Call(ctx, api.OpSubmit, req, &j); err != nil {
+			return err
+		}
+		ids[i] = j.ID
+		return nil
+	})
+	if err == nil {
+		err = fanOut(cs, b.N, func(c *client.Client, i int) error {
+			j, err := waitEnd(ctx, c, ids[i])
+			if err == nil && j.State != api.JobCompleted {
+				err = fmt.Errorf("job %d ended %s: %s", j.ID, j.State, j.Reason)
+			}
+			return err
+		})
+	}
+	elapsed, cpu := time.Since(start), cpuTime(b)-cpu0
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "jobs/s")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/job")
+}
+
+// cpuTime is the CPU time (user and system) used so far by this process:
+// the clients, the broker and its NATS server, not the executor's keeper
+// or the jobs. On a shared machine it is a steadier figure than jobs/s.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// waitEnd waits for job id to end.
+func waitEnd(ctx context.Context, c *client.Client, id api.JobID) (api.Job, error) {
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		var j api.Job
+		if err := c.Call(ctx, api.OpWait, api.WaitRequest{ID: id, TimeoutMS: 10000}, &j); err != nil {
+			return j, err
+		}
+		if j.State.Terminal() {
+			return j, nil
+		}
+	}
+	return api.Job{}, fmt.Errorf("job %d did not end within a minute", id)
+}
