@@ -33,7 +33,7 @@ func batchCommand() *cli.Command {
 			"The instance ends with the script: wait for the jobs it submits ('strata wait ID')\n" +
 			"before the script exits. Batch jobs nest: a script may call 'strata batch' too.\n\n" +
 			"SCRIPT is a file (relative to the current directory) that must be executable;\n" +
-			"a name that is not a file here is looked up in PATH, as submit does.\n" +
+			"a name that is not a file here must be a command in PATH ('strata batch -- sh -c ...').\n" +
 			"Inner jobs must fit in the batch job's walltime: give them a shorter -t.",
 		Flags:  jobFlags(),
 		Action: runBatch,
@@ -43,7 +43,7 @@ func batchCommand() *cli.Command {
 // batchScript returns how to run the script arg names from directory cwd:
 // a file there (made "./NAME" when it has no slash, so that it is not
 // looked up in PATH), which must be executable; or, when arg has no slash
-// and names no file in cwd, arg itself, a command looked up in PATH.
+// and names no file in cwd, arg itself, a command found in PATH.
 func batchScript(arg, cwd string) (string, error) {
 	path := arg
 	if !filepath.IsAbs(path) {
@@ -52,6 +52,9 @@ func batchScript(arg, cwd string) (string, error) {
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && !strings.Contains(arg, "/"):
+		if _, err := exec.LookPath(arg); err != nil {
+			return "", fmt.Errorf("script %s: no such file in %s, nor a command in PATH", arg, cwd)
+		}
 		return arg, nil
 	case err != nil:
 		return "", fmt.Errorf("script %s: %w", arg, errors.Unwrap(err))
@@ -230,7 +233,7 @@ func runAlloc(c *cli.Context) error {
 // is an error.
 func awaitStart(ctx context.Context, cl *client.Client, job api.Job, w io.Writer, sigs <-chan os.Signal) (api.Job, error) {
 	interval := allocPollMin
-	said := ""
+	said, first := "", true
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
@@ -243,8 +246,8 @@ func awaitStart(ctx context.Context, cl *client.Client, job api.Job, w io.Writer
 				why = "no reason given"
 			}
 			return job, fmt.Errorf("job %d %s before its allocation was granted: %s", job.ID, job.State, why)
-		case job.Reason != said:
-			said = job.Reason
+		case job.Reason != said || first:
+			said, first = job.Reason, false
 			fmt.Fprintf(w, "strata: job %d: waiting for resources: %s\n", job.ID, cell(said))
 		}
 		select {

@@ -36,6 +36,12 @@ func resvCommand() *cli.Command {
 			"submit into: 'strata submit --resv NAME ...' before or during the window, or\n" +
 			"STRATA_URI=$(strata uri NAME) strata submit ... during it. Only admins create,\n" +
 			"change, delete and plan reservations.",
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usageErr(fmt.Errorf("unknown command 'resv %s': see 'strata resv --help'", c.Args().First()))
+			}
+			return cli.ShowSubcommandHelp(c)
+		},
 		Subcommands: []*cli.Command{
 			resvCreateCommand(),
 			{
@@ -452,6 +458,26 @@ func graceText(s int64) string {
 	return when.FormatDuration(time.Duration(s) * time.Second)
 }
 
+// secondsText writes a whole number of seconds as FormatDuration does,
+// with the seconds too when that is not already how it reads: 90s, 1m30s
+// (90s) rather than 1.5m.
+func secondsText(s int64) string {
+	d := when.FormatDuration(time.Duration(s) * time.Second)
+	if n := strconv.FormatInt(s, 10) + "s"; d != n {
+		d += " (" + n + ")"
+	}
+	return d
+}
+
+// nodeHours writes node-hours to two decimals, and a little work as
+// "<0.01" rather than nothing.
+func nodeHours(h float64) string {
+	if h > 0 && h < 0.005 {
+		return "<0.01"
+	}
+	return strconv.FormatFloat(h, 'f', 2, 64)
+}
+
 func plural(n int, what string) string {
 	if n == 1 {
 		return "1 " + what
@@ -469,7 +495,7 @@ func printResvFields(w io.Writer, rv api.Resv) {
 	}
 	grace := "-"
 	if rv.GraceS > 0 {
-		grace = fmt.Sprintf("%s (%ds)", when.FormatDuration(time.Duration(rv.GraceS)*time.Second), rv.GraceS)
+		grace = secondsText(rv.GraceS)
 	}
 	rows := [][2]string{
 		{"name", rv.Name},
@@ -482,12 +508,12 @@ func printResvFields(w io.Writer, rv api.Resv) {
 		{"qpu", cell(strings.Join(qpus, ","))},
 		{"users", cell(strings.Join(rv.Users, ","))},
 		{"overlap", cell(rv.Overlap)},
-		{"grace_s", grace},
+		{"grace", grace},
 		{"requeue_killed", strconv.FormatBool(rv.RequeueKilled)},
 		{"uri", cell(rv.URI)},
 		{"path", cell(rv.Path)},
 		{"jobs_run", strconv.Itoa(rv.JobsRun)},
-		{"node_hours_used", strconv.FormatFloat(rv.NodeHours, 'f', 2, 64)},
+		{"node_hours_used", nodeHours(rv.NodeHours)},
 	}
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s:\t%s\n", r[0], r[1])
@@ -878,8 +904,8 @@ func printPlan(w io.Writer, ws []api.ResvWindow) {
 			}
 			delayed = append(delayed, fmt.Sprintf("%d %s %s", d.ID, d.User, by))
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%.2f\t%s\n", i+1, fmtTime(win.Start), fmtTime(win.End), cell(win.Nodes),
-			cell(strings.Join(killed, "; ")), win.NodeHoursLost, cell(strings.Join(delayed, "; ")))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", i+1, fmtTime(win.Start), fmtTime(win.End), cell(win.Nodes),
+			cell(strings.Join(killed, "; ")), nodeHours(win.NodeHoursLost), cell(strings.Join(delayed, "; ")))
 	}
 	tw.Flush()
 }
