@@ -43,10 +43,15 @@ type Resources struct {
 
 // Runtime hosts the scheduling core in the broker. Every input (a request,
 // a job's exit, a timer) takes the lock, is applied to the core with the
-// current time, and the core's Ready is carried out before the lock is
-// released: changed records are published to JetStream (the reply waits for
-// their acknowledgements), effects go to the executor, and child instances
-// are served or stopped. Scheduling decisions are the core's alone.
+// current time, and the core's Ready is taken before the lock is released:
+// signals go to the executor and child instances are served or stopped at
+// once; the changed records (each once per input) are copied, to be encoded
+// and published to JetStream after the lock, in the order of the inputs;
+// job starts, which take the executor milliseconds, are carried out after
+// the lock too, concurrently, each taking the lock again to record its
+// outcome (a signal the core sends meanwhile waits for the start). A reply
+// waits until the records of its input, and the starts it caused, are
+// acknowledged by JetStream. Scheduling decisions are the core's alone.
 type Runtime struct {
 	b    *Broker
 	res  Resources
@@ -60,10 +65,32 @@ type Runtime struct {
 	timer    *time.Timer
 	wakeAt   instance.Time
 	closed   bool
-	pending  []jetstream.PubAckFuture // publishes of the current input
 
-	done chan struct{}
+	// What the current input changed and must start, taken by output.
+	dirtyJobs  []instance.JobID
+	isDirty    map[instance.JobID]bool
+	dirtyResvs []string
+	isDirtyRv  map[string]bool
+	starts     []*startTask
+	// starting holds the jobs whose executor start is in flight.
+	starting map[instance.JobID]*startTask
+	// tail is closed once the last sealed batch is published: batches
+	// are published in the order the inputs held the lock.
+	tail <-chan struct{}
+	// busy counts start tasks and exit persistences in flight; Close
+	// waits for them (idle is signalled when busy drops to 0).
+	busy int
+	idle *sync.Cond
+
+	startSem chan struct{} // bounds concurrent executor starts
+	done     chan struct{}
 }
+
+// maxStarts bounds the executor starts in flight at once.
+const maxStarts = 32
+
+// maxExitBatch bounds the exits applied under one lock.
+const maxExitBatch = 256
 
 // jobMeta is what the runtime keeps of a job beyond the core's record:
 // how to run it, and how to find its processes again.
@@ -119,11 +146,16 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 	}
 	r := &Runtime{
 		b: b, res: res, exec: res.Executor, in: in,
-		meta:     map[instance.JobID]*jobMeta{},
-		services: map[string]*Service{},
-		waiters:  map[instance.JobID][]chan struct{}{},
-		done:     make(chan struct{}),
+		meta:      map[instance.JobID]*jobMeta{},
+		services:  map[string]*Service{},
+		waiters:   map[instance.JobID][]chan struct{}{},
+		isDirty:   map[instance.JobID]bool{},
+		isDirtyRv: map[string]bool{},
+		starting:  map[instance.JobID]*startTask{},
+		startSem:  make(chan struct{}, maxStarts),
+		done:      make(chan struct{}),
 	}
+	r.idle = sync.NewCond(&r.mu)
 	ctx, cancel := context.WithTimeout(b.ctx, b.opts.StartTimeout)
 	defer cancel()
 	for _, bucket := range []string{JobsBucket, ResvsBucket} {
@@ -170,7 +202,12 @@ func (r *Runtime) restore(ctx context.Context) error {
 		return err
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	locked := true
+	defer func() {
+		if locked {
+			r.mu.Unlock()
+		}
+	}()
 	now := r.now()
 	lost, err := r.in.Restore(now, resvs, jobs)
 	if err != nil {
@@ -206,7 +243,10 @@ func (r *Runtime) restore(ctx context.Context) error {
 	}
 	r.b.log.Info("state restored", "jobs", len(jobs), "reservations", len(resvs), "adopted", adopted, "lost", len(lost))
 	r.apply()
-	return r.flush()
+	out := r.output()
+	r.mu.Unlock()
+	locked = false
+	return r.finish(r.b.ctx, out)
 }
 
 // loadAll calls fn with the latest value of every key of bucket.
@@ -251,13 +291,35 @@ func (r *Runtime) Close() error {
 	for _, s := range svcs {
 		s.Stop()
 	}
+	r.waitIdle() // starts in flight finish and are recorded
 	err := r.exec.Close()
 	<-r.done
+	r.waitIdle()
 	return err
 }
 
+// waitIdle waits until no start or exit is being carried out.
+func (r *Runtime) waitIdle() {
+	r.mu.Lock()
+	for r.busy > 0 {
+		r.idle.Wait()
+	}
+	r.mu.Unlock()
+}
+
+// release ends n units of busy work; r.mu must be held.
+func (r *Runtime) release(n int) {
+	r.busy -= n
+	if r.busy == 0 {
+		r.idle.Broadcast()
+	}
+}
+
 // apply carries out what the core decided, until it decides nothing more.
-// It runs with r.mu held; publishes are collected in r.pending for flush.
+// It runs with r.mu held. The records that changed are noted, each once
+// per input however often it changed, for output to copy; signals and
+// child instances are carried out at once; executor starts are prepared
+// for finish, which runs them after the lock is released.
 func (r *Runtime) apply() {
 	for {
 		rd := r.in.Ready()
@@ -265,17 +327,21 @@ func (r *Runtime) apply() {
 			break
 		}
 		for _, id := range rd.Jobs {
-			r.persistJob(id)
+			r.markJob(id)
 		}
 		for _, name := range rd.Resvs {
-			if rv, ok := r.in.Resv(name); ok {
-				r.publish(ResvsBucket, name, rv)
+			if !r.isDirtyRv[name] {
+				r.isDirtyRv[name] = true
+				r.dirtyResvs = append(r.dirtyResvs, name)
 			}
 		}
 		for _, e := range rd.Effects {
 			r.effect(e)
 		}
 		for _, id := range rd.Jobs {
+			if len(r.waiters[id]) == 0 {
+				continue
+			}
 			if j, ok := r.in.Job(id); ok && j.State.Final() {
 				for _, c := range r.waiters[id] {
 					close(c)
@@ -287,48 +353,125 @@ func (r *Runtime) apply() {
 	r.arm()
 }
 
-func (r *Runtime) persistJob(id instance.JobID) {
-	j, ok := r.in.Job(id)
-	if !ok {
-		return
+// markJob notes that job id's record must be persisted.
+func (r *Runtime) markJob(id instance.JobID) {
+	if !r.isDirty[id] {
+		r.isDirty[id] = true
+		r.dirtyJobs = append(r.dirtyJobs, id)
 	}
-	rec := jobRecord{V: 1, Job: j}
-	if m := r.meta[id]; m != nil {
-		rec.Meta = *m
-	}
-	r.publish(JobsBucket, strconv.FormatInt(int64(id), 10), rec)
 }
 
-// publish writes a record asynchronously; flush waits for the acks.
-func (r *Runtime) publish(bucket, key string, v any) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		r.b.log.Error("cannot encode record", "bucket", bucket, "key", key, "err", err)
-		return
-	}
-	f, err := r.b.js.PublishAsync("$KV."+bucket+"."+key, data)
-	if err != nil {
-		r.b.log.Error("cannot persist record", "bucket", bucket, "key", key, "err", err)
-		return
-	}
-	r.pending = append(r.pending, f)
+// output is what one input leaves to do once the lock is released: the
+// records to publish and the executor starts to carry out.
+type output struct {
+	batch  *batch
+	starts []*startTask
 }
 
-// flush takes the publishes of the current input; the caller waits for
-// them with wait after releasing the lock.
-func (r *Runtime) flush() error {
-	fs := r.pending
-	r.pending = nil
-	return waitAcks(r.b.ctx, fs)
+// output takes what the current input changed and must start. The records
+// are copied now, in a batch that keeps the input's place in the order of
+// publishing; the starts count as busy until carried out. r.mu must be
+// held, and the caller must pass the result to finish (or publish the
+// batch and run the starts itself).
+func (r *Runtime) output() output {
+	var out output
+	if len(r.dirtyJobs) > 0 || len(r.dirtyResvs) > 0 {
+		b := &batch{recs: make([]record, 0, len(r.dirtyJobs)+len(r.dirtyResvs)), prev: r.tail, done: make(chan struct{})}
+		for _, id := range r.dirtyJobs {
+			j, ok := r.in.Job(id)
+			if !ok {
+				continue
+			}
+			rec := jobRecord{V: 1, Job: j}
+			if m := r.meta[id]; m != nil {
+				rec.Meta = *m // its fields are replaced, never changed in place
+			}
+			b.recs = append(b.recs, record{bucket: JobsBucket, key: strconv.FormatInt(int64(id), 10), v: rec})
+		}
+		for _, name := range r.dirtyResvs {
+			if rv, ok := r.in.Resv(name); ok {
+				b.recs = append(b.recs, record{bucket: ResvsBucket, key: name, v: rv})
+			}
+		}
+		clear(r.isDirty)
+		clear(r.isDirtyRv)
+		r.dirtyJobs, r.dirtyResvs = r.dirtyJobs[:0], r.dirtyResvs[:0]
+		r.tail = b.done
+		out.batch = b
+	}
+	out.starts, r.starts = r.starts, nil
+	r.busy += len(out.starts)
+	return out
 }
 
-func (r *Runtime) takePending() []jetstream.PubAckFuture {
-	fs := r.pending
-	r.pending = nil
+// record is one record to persist, copied under the lock.
+type record struct {
+	bucket, key string
+	v           any // jobRecord or instance.Resv
+}
+
+// batch is the records of one input. It is encoded without the lock and
+// published after the batch sealed before it, so that the last record
+// published for a key is always the latest.
+type batch struct {
+	recs []record
+	prev <-chan struct{} // closed once the previous batch is published
+	done chan struct{}   // closed once this one is
+}
+
+// publish encodes the records and publishes them asynchronously; the
+// caller waits for the acknowledgements with waitAcks. A nil batch
+// publishes nothing.
+func (b *batch) publish(r *Runtime) []jetstream.PubAckFuture {
+	if b == nil {
+		return nil
+	}
+	defer close(b.done)
+	data := make([][]byte, len(b.recs))
+	for i, rec := range b.recs {
+		d, err := json.Marshal(rec.v)
+		if err != nil {
+			r.b.log.Error("cannot encode record", "bucket", rec.bucket, "key", rec.key, "err", err)
+			continue
+		}
+		data[i] = d
+	}
+	if b.prev != nil {
+		<-b.prev
+	}
+	fs := make([]jetstream.PubAckFuture, 0, len(b.recs))
+	for i, rec := range b.recs {
+		if data[i] == nil {
+			continue
+		}
+		f, err := r.b.js.PublishAsync("$KV."+rec.bucket+"."+rec.key, data[i])
+		if err != nil {
+			r.b.log.Error("cannot persist record", "bucket", rec.bucket, "key", rec.key, "err", err)
+			continue
+		}
+		fs = append(fs, f)
+	}
 	return fs
 }
 
+// finish carries out an input's output without the lock: it publishes the
+// records, runs the starts (and whatever their outcomes lead to), and
+// waits until all of it is durable.
+func (r *Runtime) finish(ctx context.Context, out output) error {
+	fs := out.batch.publish(r)
+	err := r.runStarts(ctx, out.starts)
+	if werr := waitAcks(ctx, fs); werr != nil && err == nil {
+		err = werr
+	}
+	return err
+}
+
 func waitAcks(ctx context.Context, fs []jetstream.PubAckFuture) error {
+	if len(fs) == 0 {
+		return nil
+	}
+	timeout := time.NewTimer(10 * time.Second)
+	defer timeout.Stop()
 	for _, f := range fs {
 		select {
 		case <-f.Ok():
@@ -336,7 +479,7 @@ func waitAcks(ctx context.Context, fs []jetstream.PubAckFuture) error {
 			return api.Errorf(api.CodeUnavailable, "the broker could not persist the change: %v; try again", err)
 		case <-ctx.Done():
 			return api.Errorf(api.CodeUnavailable, "the broker is shutting down")
-		case <-time.After(10 * time.Second):
+		case <-timeout.C:
 			return api.Errorf(api.CodeUnavailable, "the broker's store did not acknowledge the change in time; try again")
 		}
 	}
@@ -349,10 +492,11 @@ func (r *Runtime) effect(e instance.Effect) {
 	case instance.StartJob:
 		r.startJob(e)
 	case instance.SignalJob:
-		err := r.exec.Signal(strconv.FormatInt(int64(e.Job), 10), e.Signal)
-		if err != nil && !errors.Is(err, executor.ErrNotRunning) {
-			r.b.log.Warn("cannot signal job", "job", e.Job, "signal", instance.SignalName(e.Signal), "err", err)
+		if t := r.starting[e.Job]; t != nil {
+			t.signals = append(t.signals, e.Signal) // sent once it has started
+			return
 		}
+		r.signal(e.Job, e.Signal)
 	case instance.StartChild:
 		if _, err := r.serve(e.ChildPath); err != nil {
 			r.b.log.Error("cannot serve child instance", "path", e.ChildPath, "err", err)
@@ -362,6 +506,24 @@ func (r *Runtime) effect(e instance.Effect) {
 	}
 }
 
+func (r *Runtime) signal(id instance.JobID, sig syscall.Signal) {
+	err := r.exec.Signal(strconv.FormatInt(int64(id), 10), sig)
+	if err != nil && !errors.Is(err, executor.ErrNotRunning) {
+		r.b.log.Warn("cannot signal job", "job", id, "signal", instance.SignalName(sig), "err", err)
+	}
+}
+
+// startTask is one executor start, prepared under the lock and carried
+// out without it: starting a process takes milliseconds, during which
+// other inputs go on.
+type startTask struct {
+	job     instance.JobID
+	spec    executor.Spec
+	signals []syscall.Signal // sent by the core while the start was in flight
+	exited  bool             // the job's exit was applied while it was
+}
+
+// startJob prepares the start of a job; finish carries it out.
 func (r *Runtime) startJob(e instance.Effect) {
 	id := strconv.FormatInt(int64(e.Job), 10)
 	j, _ := r.in.Job(e.Job)
@@ -382,19 +544,108 @@ func (r *Runtime) startJob(e instance.Effect) {
 		base = append(base, k+"="+m.Env[k])
 	}
 	vars := executor.PathVars{JobID: id, User: j.Spec.User, Name: j.Spec.Name}
-	spec := executor.Spec{
+	t := &startTask{job: e.Job, spec: executor.Spec{
 		ID: id, Argv: m.Command, Dir: m.Cwd,
 		Env:    executor.JobEnv(base, r.b.URI(uriPath), id, hostlist.Format(e.Nodes), len(e.Nodes)),
 		Stdout: executor.ExpandPath(m.Stdout, m.Cwd, vars),
 		Stderr: executor.ExpandPath(m.Stderr, m.Cwd, vars),
+	}}
+	r.starting[e.Job] = t
+	r.starts = append(r.starts, t)
+}
+
+// runStarts carries out starts, concurrently, and what their outcomes
+// lead to (a failed start frees nodes for the next job), until nothing is
+// left to start; it returns once all of it is durable.
+func (r *Runtime) runStarts(ctx context.Context, ts []*startTask) error {
+	if len(ts) == 0 {
+		return nil
 	}
-	rec, err := r.exec.Start(spec)
-	if err != nil {
-		r.in.Exited(r.now(), e.Job, instance.Exit{Err: strings.TrimPrefix(err.Error(), "executor: ")})
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	var run func(t *startTask)
+	run = func(t *startTask) {
+		defer wg.Done()
+		var fs []jetstream.PubAckFuture
+		n := 0
+		for t != nil {
+			out := r.start(t)
+			n++
+			fs = append(fs, out.batch.publish(r)...)
+			t = nil
+			for i, next := range out.starts {
+				if i == 0 {
+					t = next
+					continue
+				}
+				wg.Add(1)
+				go run(next)
+			}
+		}
+		err := waitAcks(ctx, fs)
+		r.mu.Lock()
+		r.release(n) // carried out and recorded
+		r.mu.Unlock()
+		if err != nil {
+			mu.Lock()
+			if first == nil {
+				first = err
+			}
+			mu.Unlock()
+		}
+	}
+	wg.Add(len(ts))
+	for _, t := range ts[1:] {
+		go run(t)
+	}
+	run(ts[0])
+	wg.Wait()
+	return first
+}
+
+// startAsync runs starts in the background, logging what goes wrong.
+func (r *Runtime) startAsync(ts []*startTask) {
+	if len(ts) == 0 {
 		return
 	}
-	m.Exec = &rec
-	r.persistJob(e.Job)
+	go func() {
+		if err := r.runStarts(r.b.ctx, ts); err != nil {
+			r.b.log.Error("persisting a job start failed", "err", err)
+		}
+	}()
+}
+
+// start carries out one start and applies its outcome: the executor's
+// record of the processes, or the failure to start, which ends the job.
+// The task stays busy until the caller has persisted the output.
+func (r *Runtime) start(t *startTask) output {
+	r.startSem <- struct{}{}
+	rec, err := r.exec.Start(t.spec)
+	<-r.startSem
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.starting[t.job] == t {
+		delete(r.starting, t.job)
+	}
+	switch {
+	case err != nil:
+		r.in.Exited(r.now(), t.job, instance.Exit{Err: strings.TrimPrefix(err.Error(), "executor: ")})
+	case t.exited:
+		// Gone already: its exit is applied and persisted.
+	default:
+		if m := r.meta[t.job]; m != nil {
+			m.Exec = &rec
+			r.markJob(t.job)
+		}
+		for _, sig := range t.signals {
+			r.signal(t.job, sig)
+		}
+	}
+	r.apply()
+	return r.output()
 }
 
 func sortedEnv(m map[string]string) []string {
@@ -433,38 +684,75 @@ func (r *Runtime) tick() {
 	r.wakeAt = 0
 	r.in.Tick(r.now())
 	r.apply()
-	fs := r.takePending()
+	out := r.output()
 	r.mu.Unlock()
-	if err := waitAcks(r.b.ctx, fs); err != nil {
+	if err := r.finish(r.b.ctx, out); err != nil {
 		r.b.log.Error("persisting after a tick failed", "err", err)
 	}
 }
 
-// reapExits feeds the executor's exits to the core.
+// reapExits feeds the executor's exits to the core, as many as are ready
+// at once (up to maxExitBatch) under one lock. The exits' records are
+// persisted, and the executor released from them, in the background,
+// while the next exits are applied.
 func (r *Runtime) reapExits() {
 	defer close(r.done)
-	for x := range r.exec.Exits() {
-		n, err := strconv.ParseInt(x.ID, 10, 64)
-		if err != nil {
-			r.b.log.Warn("exit of an unknown job", "id", x.ID)
-			continue
+	exits := r.exec.Exits()
+	for x := range exits {
+		xs := []executor.Exit{x}
+	more:
+		for len(xs) < maxExitBatch {
+			select {
+			case y, ok := <-exits:
+				if !ok {
+					break more
+				}
+				xs = append(xs, y)
+			default:
+				break more
+			}
 		}
 		r.mu.Lock()
-		err = r.in.Exited(r.now(), instance.JobID(n), instance.Exit{Code: x.ExitCode, Signal: x.Signal, Lost: x.Lost, Err: x.Err})
-		if err != nil {
-			r.b.log.Warn("exit not applied", "job", n, "err", err)
-		}
-		if m := r.meta[instance.JobID(n)]; m != nil {
-			m.Exec = nil
+		now := r.now()
+		ids := make([]string, 0, len(xs))
+		for _, x := range xs {
+			n, err := strconv.ParseInt(x.ID, 10, 64)
+			if err != nil {
+				r.b.log.Warn("exit of an unknown job", "id", x.ID)
+				continue
+			}
+			id := instance.JobID(n)
+			err = r.in.Exited(now, id, instance.Exit{Code: x.ExitCode, Signal: x.Signal, Lost: x.Lost, Err: x.Err})
+			if err != nil {
+				r.b.log.Warn("exit not applied", "job", n, "err", err)
+			} else if t := r.starting[id]; t != nil {
+				t.exited = true // it exited before its start was recorded
+			}
+			if m := r.meta[id]; m != nil {
+				m.Exec = nil
+			}
+			ids = append(ids, x.ID)
 		}
 		r.apply()
-		fs := r.takePending()
+		out := r.output()
+		r.busy++ // the persistence below
 		r.mu.Unlock()
-		if err := waitAcks(r.b.ctx, fs); err != nil {
-			r.b.log.Error("persisting an exit failed", "job", n, "err", err)
-			continue
-		}
-		r.exec.Release(x.ID)
+		fs := out.batch.publish(r)
+		r.startAsync(out.starts)
+		go func() {
+			defer func() {
+				r.mu.Lock()
+				r.release(1)
+				r.mu.Unlock()
+			}()
+			if err := waitAcks(r.b.ctx, fs); err != nil {
+				r.b.log.Error("persisting an exit failed", "jobs", ids, "err", err)
+				return
+			}
+			for _, id := range ids {
+				r.exec.Release(id)
+			}
+		}()
 	}
 }
 
@@ -489,7 +777,8 @@ func (r *Runtime) unserve(path string) {
 }
 
 // do runs one input against the core under the lock, carries out what it
-// decided, and waits (without the lock) until the changes are durable.
+// decided, and waits (without the lock) until the changes are durable and
+// the jobs it started have started.
 func (r *Runtime) do(ctx context.Context, f func(now instance.Time) (any, error)) (any, error) {
 	r.mu.Lock()
 	if r.closed {
@@ -498,9 +787,9 @@ func (r *Runtime) do(ctx context.Context, f func(now instance.Time) (any, error)
 	}
 	v, err := f(r.now())
 	r.apply()
-	fs := r.takePending()
+	out := r.output()
 	r.mu.Unlock()
-	if werr := waitAcks(ctx, fs); werr != nil && err == nil {
+	if werr := r.finish(ctx, out); werr != nil && err == nil {
 		return nil, werr
 	}
 	return v, err
@@ -568,4 +857,3 @@ func unix(t instance.Time) time.Time {
 }
 
 var _ = slices.Sort[[]string]
-var _ = syscall.SIGTERM
