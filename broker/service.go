@@ -86,10 +86,16 @@ type Service struct {
 	ops      []string // all served operations, sorted
 	opSet    map[string]bool
 	svc      micro.Service // set once by start, under mu
+	idle     chan func()   // hands a request to an idle handler goroutine
 
 	mu    sync.Mutex
 	stats map[string]*opStats // by operation
 }
+
+// workerIdle is how long a handler goroutine waits for another request
+// before it exits. Reusing goroutines saves growing a fresh stack for
+// every request (encoding JSON needs a deep one).
+const workerIdle = 5 * time.Second
 
 // opStats are Strata's own per-operation statistics, shown as the "data" of
 // each endpoint in nats micro stats. micro's own counters see only the
@@ -120,7 +126,7 @@ func (b *Broker) ServeInstance(path string, h Handler) (*Service, error) {
 	if err := api.ValidatePath(path); err != nil {
 		return nil, err
 	}
-	s := &Service{b: b, path: path, h: h, builtins: b.builtins(path), opSet: map[string]bool{}, stats: map[string]*opStats{}}
+	s := &Service{b: b, path: path, h: h, builtins: b.builtins(path), opSet: map[string]bool{}, stats: map[string]*opStats{}, idle: make(chan func())}
 	var hops []string
 	if h != nil {
 		hops = h.Ops()
@@ -306,7 +312,7 @@ func (s *Service) dispatch(op string, r micro.Request) {
 	b.inflight.Add(1)
 	b.mu.Unlock()
 	s.count(op, func(st *opStats) { st.InFlight++ })
-	go func() {
+	s.spawn(func() {
 		defer func() { <-b.sem; b.inflight.Done() }()
 		start := time.Now()
 		v, err, panicked := s.call(req)
@@ -326,7 +332,35 @@ func (s *Service) dispatch(op string, r micro.Request) {
 				st.Panics++
 			}
 		})
-	}()
+	})
+}
+
+// spawn runs f on a handler goroutine of its own: an idle one if there is
+// one, else a new one. MaxInflight bounds how many run at once.
+func (s *Service) spawn(f func()) {
+	select {
+	case s.idle <- f:
+	default:
+		go s.worker(f)
+	}
+}
+
+// worker runs f, then further requests until it has been idle for
+// workerIdle or the broker shuts down.
+func (s *Service) worker(f func()) {
+	t := time.NewTimer(workerIdle)
+	defer t.Stop()
+	for {
+		f()
+		t.Reset(workerIdle)
+		select {
+		case f = <-s.idle:
+		case <-t.C:
+			return
+		case <-s.b.ctx.Done():
+			return
+		}
+	}
 }
 
 func (s *Service) count(op string, f func(*opStats)) {
