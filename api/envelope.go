@@ -2,7 +2,9 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strconv"
 )
 
 // Envelope is every reply on the wire: {"v":1,"data":...} on success, or
@@ -24,16 +26,23 @@ const (
 // EncodeReply returns the envelope for a successful reply carrying v (which
 // may be nil: {"v":1}).
 func EncodeReply(v any) ([]byte, error) {
-	env := Envelope{V: Version}
-	if v != nil {
-		b, err := json.Marshal(v)
-		if err != nil {
-			return nil, fmt.Errorf("api: encode reply: %w", err)
-		}
-		env.Data = b
+	if v == nil {
+		return json.Marshal(Envelope{V: Version})
 	}
-	return json.Marshal(env)
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("api: encode reply: %w", err)
+	}
+	// What json.Marshal(Envelope{V: Version, Data: b}) writes, without
+	// scanning b again: it is compact and escaped already.
+	out := make([]byte, 0, len(replyPrefix)+len(b)+1)
+	out = append(out, replyPrefix...)
+	out = append(out, b...)
+	return append(out, '}'), nil
 }
+
+// replyPrefix is how EncodeReply's envelopes begin.
+var replyPrefix = `{"v":` + strconv.Itoa(Version) + `,"data":`
 
 // EncodeError returns the envelope for a failed reply. err's code is found
 // with CodeOf; its message is err.Error(). Callers that must not leak an
@@ -52,6 +61,20 @@ func EncodeError(err error) []byte {
 // leniently: fields this client does not know are ignored. A reply of
 // another protocol version, or that is not an envelope, is an internal error.
 func DecodeReply(b []byte, v any) error {
+	// The envelope EncodeReply writes, {"v":1,"data":X}, is decoded in
+	// one pass over X. Anything else (an error, another version, other
+	// fields, invalid JSON: then X is not one JSON value, which Unmarshal
+	// finds before it changes v) takes the general way.
+	if v != nil && len(b) > len(replyPrefix) && b[len(b)-1] == '}' && string(b[:len(replyPrefix)]) == replyPrefix {
+		err := json.Unmarshal(b[len(replyPrefix):len(b)-1], v)
+		var syn *json.SyntaxError
+		if !errors.As(err, &syn) {
+			if err != nil {
+				return Errorf(CodeInternal, "cannot decode the broker's reply into %T: %v", v, err)
+			}
+			return nil
+		}
+	}
 	var env Envelope
 	if err := json.Unmarshal(b, &env); err != nil {
 		return Errorf(CodeInternal, "the broker's reply is not a Strata reply envelope: %v", err)
