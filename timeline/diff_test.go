@@ -60,7 +60,7 @@ type scenario struct {
 	cfg   Config
 	pairs []pair
 	ops   int
-	log   []string // recent operations, printed on failure
+	log   []logEntry // recent operations, printed on failure
 	cur   *oracle  // the oracle of the pair being operated on
 	stats map[string]int
 }
@@ -103,7 +103,10 @@ func newScenario(t testing.TB, src source) *scenario {
 
 func (sc *scenario) fail(format string, a ...any) {
 	sc.t.Helper()
-	n := max(0, len(sc.log)-30)
+	var ops []string
+	for _, e := range sc.log[max(0, len(sc.log)-30):] {
+		ops = append(ops, fmt.Sprintf(e.format, e.args...))
+	}
 	var spans []string
 	if sc.cur != nil {
 		for _, s := range sc.cur.spans {
@@ -111,14 +114,20 @@ func (sc *scenario) fail(format string, a ...any) {
 		}
 	}
 	sc.t.Fatalf("config %+v\nlast operations:\n  %s\nspans of the pair (oracle): %s\nFAIL: %s", sc.cfg,
-		strings.Join(sc.log[n:], "\n  "), strings.Join(spans, " "), fmt.Sprintf(format, a...))
+		strings.Join(ops, "\n  "), strings.Join(spans, " "), fmt.Sprintf(format, a...))
 }
 
+// note records an operation, formatted only if the scenario fails.
 func (sc *scenario) note(format string, a ...any) {
-	sc.log = append(sc.log, fmt.Sprintf(format, a...))
+	sc.log = append(sc.log, logEntry{format, a})
 	if len(sc.log) > 200 {
 		sc.log = slices.Delete(sc.log, 0, 100)
 	}
+}
+
+type logEntry struct {
+	format string
+	args   []any
 }
 
 // Random inputs: mostly valid, with each kind of fault at a low rate.
