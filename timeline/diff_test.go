@@ -61,7 +61,7 @@ type scenario struct {
 	pairs []pair
 	ops   int
 	log   []logEntry // recent operations, printed on failure
-	cur   *oracle  // the oracle of the pair being operated on
+	cur   *oracle    // the oracle of the pair being operated on
 	stats map[string]int
 }
 
