@@ -28,8 +28,34 @@ func runtime(t *testing.T, dir string) (*broker.Broker, *broker.Runtime) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { rt.Close() })
+	t.Cleanup(func() {
+		cancelAll(t, b)
+		rt.Close()
+	})
 	return b, rt
+}
+
+// cancelAll cancels every job still queued or running, and waits for the
+// running ones to end, so that no test leaves processes behind (the
+// executor leaves running jobs alive across a broker's Close on purpose).
+func cancelAll(t *testing.T, b *broker.Broker) {
+	c, err := client.Dial(b.URI("root"), client.WithCreds(b.AdminCredsPath()))
+	if err != nil {
+		return // the broker is already down; its jobs were adopted or cancelled by the test
+	}
+	defer c.Close()
+	ctx := context.Background()
+	var list api.JobsReply
+	if err := c.Call(ctx, api.OpJobs, api.JobsRequest{User: "*"}, &list); err != nil {
+		return
+	}
+	for _, j := range list.Jobs {
+		c.Call(ctx, api.OpCancel, api.CancelRequest{ID: j.ID}, nil)
+	}
+	for _, j := range list.Jobs {
+		var w api.Job
+		c.Call(ctx, api.OpWait, api.WaitRequest{ID: j.ID, TimeoutMS: 3000}, &w)
+	}
 }
 
 // userClient adds user name (if needed) and dials the root as them.
