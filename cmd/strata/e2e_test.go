@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -25,7 +24,9 @@ import (
 
 // End-to-end tests: the real strata binary, as a person runs it, against a
 // real 'strata broker start' on a free port with a temporary state
-// directory. TestMain builds the binary once; -short skips all of this.
+// directory. The binary is built once, by the first test that needs it
+// (unit and fuzz runs build nothing); TestMain removes it. -short skips
+// these tests.
 //
 // The binary is built without the race detector: a race-instrumented
 // strata takes over a second to start, which makes each command of these
@@ -33,24 +34,32 @@ import (
 // run with -race too), to check the broker and the CLI themselves.
 
 var (
+	e2eOnce     sync.Once
+	e2eDir      string // holds the binary
 	e2eBin      string // the strata binary, once built
 	e2eBuildErr error
 )
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	os.Exit(func() int {
-		if !testing.Short() {
-			dir, err := os.MkdirTemp("", "strata-e2e-bin-")
-			if err != nil {
-				e2eBuildErr = err
-			} else {
-				defer os.RemoveAll(dir)
-				e2eBin, e2eBuildErr = buildStrata(dir)
-			}
+	code := m.Run()
+	if e2eDir != "" {
+		os.RemoveAll(e2eDir)
+	}
+	os.Exit(code)
+}
+
+// e2eBinary builds the strata binary, once.
+func e2eBinary(t *testing.T) string {
+	t.Helper()
+	e2eOnce.Do(func() {
+		if e2eDir, e2eBuildErr = os.MkdirTemp("", "strata-e2e-bin-"); e2eBuildErr == nil {
+			e2eBin, e2eBuildErr = buildStrata(e2eDir)
 		}
-		return m.Run()
-	}())
+	})
+	if e2eBuildErr != nil {
+		t.Fatal(e2eBuildErr)
+	}
+	return e2eBin
 }
 
 // buildStrata builds the command into dir, with the race detector when
@@ -92,10 +101,7 @@ func startE2EBroker(t *testing.T, args ...string) *e2eBroker {
 	if testing.Short() {
 		t.Skip("end-to-end test; skipped with -short")
 	}
-	if e2eBuildErr != nil {
-		t.Fatal(e2eBuildErr)
-	}
-	if err := exec.Command(e2eBin, "broker", "start", "--help").Run(); err != nil {
+	if err := exec.Command(e2eBinary(t), "broker", "start", "--help").Run(); err != nil {
 		t.Skipf("'strata broker start --help' fails (%v): the broker command has not landed yet", err)
 	}
 	dir := t.TempDir()
