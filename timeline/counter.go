@@ -244,7 +244,7 @@ func (c *counter) rewrite(ch chunk, pts []point) {
 	if ch.b.own == c.own {
 		// Ours alone: change the box in place.
 		if cap(ch.b.pts) < len(pts) {
-			ch.b.pts = make([]point, len(pts), maxChunk)
+			ch.b.pts = make([]point, len(pts), min(maxChunk, len(pts)+len(pts)/4+2))
 		}
 		ch.b.pts = ch.b.pts[:len(pts)]
 		copy(ch.b.pts, pts)
@@ -261,11 +261,11 @@ func (c *counter) rewrite(ch chunk, pts []point) {
 }
 
 // insert puts a new chunk holding a copy of pts in the tree, replacing any
-// chunk with the same first instant.
+// chunk with the same first instant. Its array is exactly the size of pts; a
+// chunk that grows later gets arrays a quarter larger than needed.
 func (c *counter) insert(pts []point) {
-	b := &box{pts: make([]point, len(pts), min(maxChunk, len(pts)+len(pts)/2+4)), own: c.own}
-	copy(b.pts, pts)
-	c.tree.ReplaceOrInsert(chunk{t: pts[0].t, b: b})
+	b := &box{pts: slices.Clone(pts), own: c.own}
+	c.tree.ReplaceOrInsert(chunk{t: b.pts[0].t, b: b})
 }
 
 // earliest returns the earliest c >= from such that amount more units fit

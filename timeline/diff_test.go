@@ -498,7 +498,7 @@ func (sc *scenario) checkInvariants(p pair) {
 				if classOf(it.s) != k || it.start != it.s.start {
 					sc.fail("span %d [%d, %d) in class %d", it.s.id, it.s.start, it.s.end, k)
 				}
-				if got, ok := tl.byID.Get(idItem{id: it.s.id}); !ok || got.s != it.s {
+				if got, ok := tl.lookup(it.s.id); !ok || got != it.s {
 					sc.fail("indexed span %d is not the stored one", it.s.id)
 				}
 				if x == &tl.nodeIdx == it.s.nodes.IsEmpty() {

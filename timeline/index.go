@@ -15,24 +15,31 @@ type span struct {
 	tag        uint64
 	start, end Time
 	nodes      NodeSet
-	slots      []int // trimmed: no trailing zeros; nil when no pool is used
+	// Units per pool, trimmed of trailing zeros; nil when no pool is used.
+	// Behind a pointer so that the struct fits the 64-byte size class.
+	pools *[]int
+}
+
+// slots returns the units per pool (trimmed), nil when no pool is used.
+func (s *span) slots() []int {
+	if s.pools == nil {
+		return nil
+	}
+	return *s.pools
 }
 
 func (s *span) export() Span {
 	out := Span{ID: s.id, Tag: s.tag, Start: s.start, End: s.end, Nodes: s.nodes}
-	if len(s.slots) > 0 {
-		out.Slots = append([]int(nil), s.slots...)
+	if s.pools != nil {
+		out.Slots = append([]int(nil), *s.pools...)
 	}
 	return out
 }
 
-// idItem orders spans by ID in the byID tree.
-type idItem struct {
-	id SpanID
-	s  *span
-}
-
-func idLess(a, b idItem) bool { return a.id < b.id }
+// idLess orders spans by ID in the byID tree. Its items are the spans
+// themselves (8 bytes each): a lookup reads a few spans, but the index costs
+// half as much memory as one of (id, pointer) pairs.
+func idLess(a, b *span) bool { return a.id < b.id }
 
 // ikey is a span's entry in an interval index class. It carries the span's
 // end and the bounds of its nodes inline, so that a scan can reject spans

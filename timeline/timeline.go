@@ -144,7 +144,8 @@ type Timeline struct {
 	res *resources
 	// dims[0] counts nodes in use, dims[1+i] units of pool i in use.
 	dims    []counter
-	byID    *btree.BTreeG[idItem]
+	byID    *btree.BTreeG[*span]
+	probe   span // the key of byID lookups
 	nodeIdx intervalIndex // spans that use nodes
 	poolIdx intervalIndex // spans that use pools only
 
@@ -265,6 +266,12 @@ func (t *Timeline) Horizon() Time { return t.res.horizon }
 // Len returns the number of spans in the timeline.
 func (t *Timeline) Len() int { return t.byID.Len() }
 
+// lookup returns the span with the given ID.
+func (t *Timeline) lookup(id SpanID) (*span, bool) {
+	t.probe.id = id
+	return t.byID.Get(&t.probe)
+}
+
 // Clone returns an independent copy of t in O(1) time and memory, whatever
 // the number of spans: the indexes are copy-on-write btrees, so the first
 // changes on either side copy the few tree nodes they touch. After Clone
@@ -288,17 +295,17 @@ func (t *Timeline) Clone() *Timeline {
 // Span returns the span with the given ID, and whether it exists. The result
 // is a copy. It takes O(log spans).
 func (t *Timeline) Span(id SpanID) (Span, bool) {
-	it, ok := t.byID.Get(idItem{id: id})
+	s, ok := t.lookup(id)
 	if !ok {
 		return Span{}, false
 	}
-	return it.s.export(), true
+	return s.export(), true
 }
 
 // Spans calls fn for every span, in ascending ID order, until fn returns
 // false. fn must not modify t.
 func (t *Timeline) Spans(fn func(Span) bool) {
-	t.byID.Ascend(func(it idItem) bool { return fn(it.s.export()) })
+	t.byID.Ascend(func(s *span) bool { return fn(s.export()) })
 }
 
 // Add records span s: its nodes and pool units are in use over
@@ -316,7 +323,7 @@ func (t *Timeline) Spans(fn func(Span) bool) {
 // Cost: O(log spans + k log points) where k is the number of spans and change
 // points met in the window.
 func (t *Timeline) Add(s Span) error {
-	if t.byID.Has(idItem{id: s.ID}) {
+	if _, dup := t.lookup(s.ID); dup {
 		return fmt.Errorf("%w: span %d", ErrDuplicateID, s.ID)
 	}
 	if err := t.checkNodeSet(s.Nodes); err != nil {
@@ -335,14 +342,17 @@ func (t *Timeline) Add(s Span) error {
 	if err := t.checkWindow(s.Start, s.End); err != nil {
 		return fmt.Errorf("%w: span %d", err, s.ID)
 	}
-	sp := &span{id: s.ID, tag: s.Tag, start: s.Start, end: s.End, nodes: s.Nodes.compact(), slots: slots}
+	sp := &span{id: s.ID, tag: s.Tag, start: s.Start, end: s.End, nodes: s.Nodes.compact()}
+	if slots != nil {
+		sp.pools = &slots
+	}
 	if !t.memo.matches(t.version, s.Start, s.End, s.Nodes, slots) {
 		if err := t.checkFree(sp, s.Start, s.End); err != nil {
 			return err
 		}
 	}
 	t.version++
-	t.byID.ReplaceOrInsert(idItem{sp.id, sp})
+	t.byID.ReplaceOrInsert(sp)
 	t.index(sp)
 	t.count(sp, sp.start, sp.end, 1)
 	return nil
@@ -352,14 +362,14 @@ func (t *Timeline) Add(s Span) error {
 // whole window. It returns an error wrapping ErrUnknownSpan, changing
 // nothing, when there is no such span.
 func (t *Timeline) Remove(id SpanID) error {
-	it, ok := t.byID.Get(idItem{id: id})
+	s, ok := t.lookup(id)
 	if !ok {
 		return fmt.Errorf("%w: span %d", ErrUnknownSpan, id)
 	}
 	t.version++
-	t.byID.Delete(it)
-	t.unindex(it.s)
-	t.count(it.s, it.s.start, it.s.end, -1)
+	t.byID.Delete(s)
+	t.unindex(s)
+	t.count(s, s.start, s.end, -1)
 	return nil
 }
 
@@ -368,11 +378,10 @@ func (t *Timeline) Remove(id SpanID) error {
 // ErrUnknownSpan when there is no such span, or ErrBadWindow unless
 // Start < end < the span's current End.
 func (t *Timeline) Truncate(id SpanID, end Time) error {
-	it, ok := t.byID.Get(idItem{id: id})
+	old, ok := t.lookup(id)
 	if !ok {
 		return fmt.Errorf("%w: span %d", ErrUnknownSpan, id)
 	}
-	old := it.s
 	if end <= old.start || end >= old.end {
 		return fmt.Errorf("%w: truncating span %d [%d, %d) to end at %d", ErrBadWindow, id, old.start, old.end, end)
 	}
@@ -388,11 +397,10 @@ func (t *Timeline) Truncate(id SpanID, end Time) error {
 // past the horizon; ErrBusy when a node of the span is used by another span
 // during [old End, end) or a pool would exceed its Size.
 func (t *Timeline) Extend(id SpanID, end Time) error {
-	it, ok := t.byID.Get(idItem{id: id})
+	old, ok := t.lookup(id)
 	if !ok {
 		return fmt.Errorf("%w: span %d", ErrUnknownSpan, id)
 	}
-	old := it.s
 	if end <= old.end {
 		return fmt.Errorf("%w: extending span %d [%d, %d) to end at %d", ErrBadWindow, id, old.start, old.end, end)
 	}
@@ -413,7 +421,7 @@ func (t *Timeline) replace(old *span, end Time) {
 	ns := *old
 	ns.end = end
 	t.unindex(old)
-	t.byID.ReplaceOrInsert(idItem{ns.id, &ns})
+	t.byID.ReplaceOrInsert(&ns)
 	t.index(&ns)
 }
 
@@ -438,7 +446,7 @@ func (t *Timeline) count(s *span, start, end Time, sign int64) {
 	if n := s.nodes.Len(); n > 0 {
 		t.dims[0].add(start, end, sign*int64(n))
 	}
-	for i, v := range s.slots {
+	for i, v := range s.slots() {
 		if v > 0 {
 			t.dims[1+i].add(start, end, sign*int64(v))
 		}
@@ -448,7 +456,7 @@ func (t *Timeline) count(s *span, start, end Time, sign int64) {
 // checkFree returns an ErrBusy error unless the resources of s are free over
 // [start, end), ignoring s itself.
 func (t *Timeline) checkFree(s *span, start, end Time) error {
-	for i, v := range s.slots {
+	for i, v := range s.slots() {
 		if v == 0 {
 			continue
 		}
