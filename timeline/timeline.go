@@ -145,7 +145,7 @@ type Timeline struct {
 	// dims[0] counts nodes in use, dims[1+i] units of pool i in use.
 	dims    []counter
 	byID    *btree.BTreeG[*span]
-	probe   span // the key of byID lookups
+	probe   span          // the key of byID lookups
 	nodeIdx intervalIndex // spans that use nodes
 	poolIdx intervalIndex // spans that use pools only
 
