@@ -414,8 +414,7 @@ func createAll(c *cli.Context, cl *client.Client, reqs []api.ResvCreateRequest) 
 			return nil, fmt.Errorf("%w; deleted %s again, but could not delete %s: delete them with 'strata resv delete'",
 				err, orNone(deleted), strings.Join(left, ", "))
 		}
-		return nil, fmt.Errorf("%w; deleted %s again, so nothing was created (their names stay taken, as cancelled reservations)",
-			err, strings.Join(deleted, ", "))
+		return nil, fmt.Errorf("%w; deleted %s again, so nothing was created", err, strings.Join(deleted, ", "))
 	}
 	return made, nil
 }
