@@ -7,7 +7,7 @@ package timeline
 // stops as soon as the candidate start reaches limit, so asking "can this
 // planned job move earlier than its planned start?" costs little when the
 // answer is no: the count dimensions rule most candidates out before any
-// node-level check.
+// node-level check. Not safe for concurrent use (see Timeline).
 func (t *Timeline) EarliestFitBefore(req Request, notBefore Time, d Duration, limit Time) (Time, NodeSet, bool) {
 	p, err := t.plan(req)
 	if err != nil || t.checkDuration(notBefore, d) != nil {

@@ -4,7 +4,8 @@ package timeline
 // at instant at. It is O(log points) per dimension: the scheduler uses it to
 // skip requests that cannot fit before asking Fits. An instant before the
 // origin or at or after the horizon has nothing free. The returned slice is
-// newly allocated; it is nil when there are no pools.
+// newly allocated; it is nil when there are no pools. Not safe for
+// concurrent use with a change to t (see Timeline).
 func (t *Timeline) FreeAt(at Time) (nodes int, slots []int) {
 	if at < t.res.origin || at >= t.res.horizon {
 		if len(t.res.pools) > 0 {

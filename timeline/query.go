@@ -80,8 +80,10 @@ func (t *Timeline) plan(req Request) (plan, error) {
 // is compact in memory and cheap in the set operations every query performs.
 //
 // Fits returns (empty set, false) when req does not fit or when the call is
-// invalid, for any reason EarliestFit lists. It takes O(log points + k log k)
-// for the k spans and change points met in the window.
+// invalid, for any reason EarliestFit lists (call EarliestFit to learn
+// which). It takes O(log spans + k + n/64) for the k spans and change points
+// met in the window and the n nodes in the bounds of the candidates. Not
+// safe for concurrent use (see Timeline).
 func (t *Timeline) Fits(req Request, start Time, d Duration) (NodeSet, bool) {
 	p, err := t.plan(req)
 	if err != nil || t.checkDuration(start, d) != nil {
@@ -115,7 +117,10 @@ func (t *Timeline) Fits(req Request, start Time, d Duration) (NodeSet, bool) {
 // on the spans overlapping that window; when too few nodes are free, it skips
 // ahead to the earliest instant at which enough of the blocking spans have
 // ended (nothing sooner can work: until then each of them still overlaps the
-// window), and repeats.
+// window), updates its set of overlapping spans for the new window (dropping
+// those that ended, adding those that started), and repeats. The cost is
+// that of Fits for the first window, plus the change points and spans passed
+// over on the way to the answer.
 //
 // Errors, in order of precedence: ErrUnknownNode (an index in req.NodeSet or
 // req.Within >= NodeCount()); ErrUnknownPool (a non-zero req.Slots entry past
@@ -124,7 +129,7 @@ func (t *Timeline) Fits(req Request, start Time, d Duration) (NodeSet, bool) {
 // the timeline or req.Within holds, or more units than a pool's Size);
 // ErrBadWindow (d <= 0); ErrBeforeOrigin (notBefore before the origin);
 // ErrPastHorizon (notBefore+d past the horizon); ErrNoFit (no start lets the
-// window end by the horizon).
+// window end by the horizon). Not safe for concurrent use (see Timeline).
 func (t *Timeline) EarliestFit(req Request, notBefore Time, d Duration) (Time, NodeSet, error) {
 	p, err := t.plan(req)
 	if err != nil {
@@ -318,8 +323,8 @@ func choose(free []run, n int) NodeSet {
 // FreeNodes returns the nodes free throughout [start, end): those no span
 // uses at any instant of the window. It returns the empty set when the window
 // is invalid (end <= start, start before the origin, or end past the
-// horizon). It takes O(log spans + k log k) for the k spans overlapping the
-// window.
+// horizon). It takes O(log spans + k + n/64) for the k spans overlapping the
+// window and n nodes. Not safe for concurrent use (see Timeline).
 func (t *Timeline) FreeNodes(start, end Time) NodeSet {
 	if t.checkWindow(start, end) != nil || len(t.res.names) == 0 {
 		return NodeSet{}
@@ -338,7 +343,10 @@ func (t *Timeline) FreeNodes(start, end Time) NodeSet {
 // It stops when fn returns false. fn may call any method of t, including
 // ones that modify it; such changes do not affect the spans already selected.
 //
-// It takes O(log spans + k log k) for the k spans overlapping the window.
+// It takes O(log spans + k + m log m) for the k spans overlapping the window
+// and the m that match; spans outside the bounds of nodes are rejected from
+// the index without being read. Not safe for concurrent use (see Timeline);
+// the nested calls fn makes are fine.
 func (t *Timeline) Overlapping(nodes NodeSet, start, end Time, fn func(Span) bool) {
 	found := t.found[:0]
 	t.found = nil // taken: a nested call from fn allocates its own
@@ -353,8 +361,16 @@ func (t *Timeline) Overlapping(nodes NodeSet, start, end Time, fn func(Span) boo
 		box := run{nodes.runs[0].lo, nodes.runs[len(nodes.runs)-1].hi}
 		single := len(nodes.runs) == 1
 		t.nodeIdx.visit(start, end, box, func(k ikey) bool {
-			// With one run on either side, meeting bounds means overlap.
-			if (single && k.hi > 0) || runsOverlap(k.s.nodes.runs, nodes.runs) {
+			var hit bool
+			switch {
+			case k.hi > 0 && single:
+				hit = true // one run on either side: meeting bounds is overlap
+			case k.hi > 0:
+				hit = runsOverlap([]run{{k.lo, k.hi}}, nodes.runs) // no need to read the span
+			default:
+				hit = runsOverlap(k.s.nodes.runs, nodes.runs)
+			}
+			if hit {
 				found = append(found, k.s)
 			}
 			return true
@@ -373,7 +389,8 @@ func (t *Timeline) Overlapping(nodes NodeSet, start, end Time, fn func(Span) boo
 // UsageAt returns what is in use at instant at: the spans whose window
 // contains it, their nodes, and the units in use per pool. Outside
 // [origin, horizon) nothing is in use. It takes O(log spans + k log k) for
-// the k spans overlapping the instant.
+// the k spans covering the instant. Not safe for concurrent use (see
+// Timeline).
 func (t *Timeline) UsageAt(at Time) Usage {
 	u := Usage{Slots: make([]int, len(t.res.pools))}
 	if at < t.res.origin || at >= t.res.horizon {

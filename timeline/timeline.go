@@ -8,47 +8,69 @@ import (
 )
 
 // Time is an instant in whole seconds since a caller-chosen epoch. A Timeline
-// uses instants in [0, MaxTime].
+// uses instants in [0, MaxTime]. Windows of time are half-open: [start, end)
+// contains start and not end.
 type Time int64
 
-// Duration is a length of time in whole seconds.
+// Duration is a length of time in whole seconds. The window of a duration d
+// starting at s is [s, s+d); a window's duration must be > 0.
 type Duration int64
 
-// MaxTime is the largest usable instant; a Config with a zero Horizon uses it.
+// MaxTime is the largest usable instant (2^62 seconds); a Config with a zero
+// Horizon uses it.
 const MaxTime Time = 1 << 62
 
-// Errors returned by Timeline methods. Callers branch with errors.Is; the
-// returned error may wrap one of these with detail (which node, which span).
+// Errors returned by Timeline methods; each method lists the ones it can
+// return. Callers branch with errors.Is: the returned error wraps one of
+// these with detail a person can act on (which node, which span, which pool,
+// which instants). The values are fixed; use them from any goroutine.
 //
 // When a call has several faults, the error reported is the first of, in
 // order: ErrDuplicateID (Add only); ErrUnknownNode; ErrUnknownPool;
 // ErrBadRequest; ErrEmptySpan; ErrTooLarge; ErrBadWindow; ErrBeforeOrigin;
 // ErrPastHorizon; ErrBusy or ErrNoFit.
 var (
-	ErrBadWindow    = errors.New("timeline: window end must be after its start")
+	// ErrBadWindow: a window's end is not after its start (a duration <= 0),
+	// or a Truncate or Extend end is not strictly inside or after the span.
+	ErrBadWindow = errors.New("timeline: window end must be after its start")
+	// ErrBeforeOrigin: a window starts before Origin().
 	ErrBeforeOrigin = errors.New("timeline: window starts before the timeline's origin")
-	ErrPastHorizon  = errors.New("timeline: window ends past the timeline's horizon")
-	ErrTooLarge     = errors.New("timeline: request exceeds the resources of the timeline")
-	ErrBusy         = errors.New("timeline: resources are in use during the window")
-	ErrNoFit        = errors.New("timeline: request does not fit before the horizon")
-	ErrUnknownSpan  = errors.New("timeline: no span with that id")
-	ErrDuplicateID  = errors.New("timeline: a span with that id already exists")
-	ErrUnknownNode  = errors.New("timeline: node index out of range")
-	ErrUnknownPool  = errors.New("timeline: pool index out of range")
-	ErrBadConfig    = errors.New("timeline: invalid configuration")
-	ErrEmptySpan    = errors.New("timeline: span uses no resources")
-	// ErrBadRequest reports a negative count: a negative Request.Nodes, or a
+	// ErrPastHorizon: a window ends after Horizon().
+	ErrPastHorizon = errors.New("timeline: window ends past the timeline's horizon")
+	// ErrTooLarge: more nodes than the timeline (or Request.Within) holds, or
+	// more units than a pool's Size: it could never fit, at any time.
+	ErrTooLarge = errors.New("timeline: request exceeds the resources of the timeline")
+	// ErrBusy: Add or Extend would use a node another span holds during the
+	// window, or take a pool past its Size at some instant of it.
+	ErrBusy = errors.New("timeline: resources are in use during the window")
+	// ErrNoFit: EarliestFit found no start from which the window ends by the
+	// horizon.
+	ErrNoFit = errors.New("timeline: request does not fit before the horizon")
+	// ErrUnknownSpan: no span has the given ID.
+	ErrUnknownSpan = errors.New("timeline: no span with that id")
+	// ErrDuplicateID: Add of an ID that a span of the timeline already has.
+	ErrDuplicateID = errors.New("timeline: a span with that id already exists")
+	// ErrUnknownNode: a NodeSet holds an index >= NodeCount().
+	ErrUnknownNode = errors.New("timeline: node index out of range")
+	// ErrUnknownPool: a non-zero Slots entry at an index >= len(Pools()).
+	ErrUnknownPool = errors.New("timeline: pool index out of range")
+	// ErrBadConfig: New was given an invalid Config.
+	ErrBadConfig = errors.New("timeline: invalid configuration")
+	// ErrEmptySpan: a span or request with no nodes and no pool units.
+	ErrEmptySpan = errors.New("timeline: span uses no resources")
+	// ErrBadRequest: a negative count: a negative Request.Nodes, or a
 	// negative entry in Span.Slots or Request.Slots.
 	ErrBadRequest = errors.New("timeline: negative resource count")
 )
 
-// Pool is a countable resource: Size interchangeable units (QPU slots).
+// Pool is a countable resource: Size interchangeable units (QPU slots,
+// licences). A plain value.
 type Pool struct {
 	Name string
-	Size int
+	Size int // units, >= 1
 }
 
-// Config describes a new Timeline.
+// Config describes a new Timeline. A plain value; New copies what it keeps.
 type Config struct {
 	Nodes   []string // node names; index i is node i; names unique and non-empty
 	Pools   []Pool   // countable pools; names unique and non-empty, Size >= 1
@@ -57,15 +79,18 @@ type Config struct {
 }
 
 // SpanID identifies a span; the caller chooses it and it must be unique
-// within a Timeline. Any value, zero included, is a valid ID.
+// within a Timeline (a clone may reuse it independently). Any value, zero
+// included, is a valid ID.
 type SpanID uint64
 
-// Span is one use of resources over the half-open window [Start, End), in
-// seconds. Slots[i] is the number of units of pool i used (Slots may be shorter
-// than the pool list; missing entries are zero). Tag is opaque to the timeline.
+// Span is one use of resources over the half-open window [Start, End) (Time,
+// whole seconds): Nodes, every one of them whole and exclusively, and
+// Slots[i] units of pool i (Slots may be shorter than the pool list; missing
+// entries are zero). Tag is opaque to the timeline: the caller's own
+// reference (job, reservation, grant).
 //
-// A Span returned by the Timeline is a copy: changing its Slots changes
-// nothing in the Timeline.
+// A Span is a plain value. One returned by the Timeline is a copy: changing
+// its Slots changes nothing in the Timeline.
 type Span struct {
 	ID         SpanID
 	Tag        uint64
@@ -78,10 +103,10 @@ type Span struct {
 // (restricted to Within when Within is non-empty), or exactly the nodes of
 // NodeSet when NodeSet is non-empty (Nodes and Within are then ignored); plus
 // Slots[i] units of pool i (Slots may be shorter than the pool list; missing
-// entries are zero).
+// entries are zero). The window and its duration are arguments of the query.
 //
 // When the timeline chooses the nodes, it uses best fit on contiguous runs
-// (see Timeline.Fits), so the choice is deterministic.
+// (see Timeline.Fits), so the choice is deterministic. A plain value.
 type Request struct {
 	Nodes   int
 	Within  NodeSet
@@ -89,7 +114,8 @@ type Request struct {
 	Slots   []int
 }
 
-// Usage is the state of the timeline at one instant.
+// Usage is the state of the timeline at one instant: what the spans whose
+// half-open windows contain it use. A plain value, owned by the caller.
 type Usage struct {
 	Busy  NodeSet  // nodes in use at the instant
 	Slots []int    // units in use per pool at the instant; len(Pools()) entries
@@ -138,8 +164,11 @@ type resources struct {
 // Timeline is the resource timeline: see the package documentation.
 //
 // A Timeline is not safe for concurrent use, not even for concurrent queries
-// (queries reuse internal scratch buffers); the caller serialises access.
-// Clone gives an independent copy that another goroutine may use.
+// (queries reuse internal scratch buffers and remember their last fit); the
+// caller serialises access. The exceptions are the methods that read only
+// the fixed configuration (NodeCount, NodeName, NodeIndex, Pools, PoolIndex,
+// Origin, Horizon), which are safe from any goroutine. Clone gives an
+// independent copy that another goroutine may use.
 type Timeline struct {
 	res *resources
 	// dims[0] counts nodes in use, dims[1+i] units of pool i in use.
@@ -232,9 +261,11 @@ func New(cfg Config) (*Timeline, error) {
 }
 
 // NodeCount returns the number of nodes; node indexes are 0..NodeCount()-1.
+// Safe for concurrent use.
 func (t *Timeline) NodeCount() int { return len(t.res.names) }
 
-// NodeName returns the name of node i, or "" when i is out of range.
+// NodeName returns the name of node i, or "" when i is out of range. Safe for
+// concurrent use.
 func (t *Timeline) NodeName(i int) string {
 	if i < 0 || i >= len(t.res.names) {
 		return ""
@@ -242,28 +273,35 @@ func (t *Timeline) NodeName(i int) string {
 	return t.res.names[i]
 }
 
-// NodeIndex returns the index of the node called name, and whether it exists.
+// NodeIndex returns the index of the node called name, and whether it
+// exists. Safe for concurrent use.
 func (t *Timeline) NodeIndex(name string) (int, bool) {
 	i, ok := t.res.nodeIdx[name]
 	return i, ok
 }
 
 // Pools returns the pools, indexed as in Span.Slots; the slice is a copy.
+// Safe for concurrent use.
 func (t *Timeline) Pools() []Pool { return append([]Pool(nil), t.res.pools...) }
 
-// PoolIndex returns the index of the pool called name, and whether it exists.
+// PoolIndex returns the index of the pool called name, and whether it
+// exists. Safe for concurrent use.
 func (t *Timeline) PoolIndex(name string) (int, bool) {
 	i, ok := t.res.poolIdx[name]
 	return i, ok
 }
 
-// Origin returns the earliest instant a window may start at.
+// Origin returns the earliest instant a window may start at. Safe for
+// concurrent use.
 func (t *Timeline) Origin() Time { return t.res.origin }
 
-// Horizon returns the latest instant a window may end at.
+// Horizon returns the latest instant a window may end at (windows are
+// half-open, so the instant Horizon() itself is never used). Safe for
+// concurrent use.
 func (t *Timeline) Horizon() Time { return t.res.horizon }
 
-// Len returns the number of spans in the timeline.
+// Len returns the number of spans in the timeline. Not safe for concurrent
+// use with a change to t.
 func (t *Timeline) Len() int { return t.byID.Len() }
 
 // lookup returns the span with the given ID.
@@ -273,8 +311,10 @@ func (t *Timeline) lookup(id SpanID) (*span, bool) {
 }
 
 // Clone returns an independent copy of t in O(1) time and memory, whatever
-// the number of spans: the indexes are copy-on-write btrees, so the first
-// changes on either side copy the few tree nodes they touch. After Clone
+// the number of spans: the indexes are copy-on-write btrees (and the change
+// points copy-on-write arrays), so the first changes on either side copy the
+// few tree nodes and arrays they touch. Clone is how a what-if plan is made:
+// change the clone, compare, drop it. After Clone
 // returns, t and the clone share no mutable state and may be used from
 // different goroutines. Clone itself writes to t (it marks t's trees shared),
 // so it must not run concurrently with any other use of t.
@@ -293,7 +333,8 @@ func (t *Timeline) Clone() *Timeline {
 }
 
 // Span returns the span with the given ID, and whether it exists. The result
-// is a copy. It takes O(log spans).
+// is a copy. It takes O(log spans). Not safe for concurrent use (see
+// Timeline).
 func (t *Timeline) Span(id SpanID) (Span, bool) {
 	s, ok := t.lookup(id)
 	if !ok {
@@ -303,7 +344,7 @@ func (t *Timeline) Span(id SpanID) (Span, bool) {
 }
 
 // Spans calls fn for every span, in ascending ID order, until fn returns
-// false. fn must not modify t.
+// false. fn must not modify t. Not safe for concurrent use (see Timeline).
 func (t *Timeline) Spans(fn func(Span) bool) {
 	t.byID.Ascend(func(s *span) bool { return fn(s.export()) })
 }
@@ -320,8 +361,11 @@ func (t *Timeline) Spans(fn func(Span) bool) {
 // ErrBusy (a node of s is used by another span during the window, or a pool
 // would exceed its Size at some instant of it).
 //
-// Cost: O(log spans + k log points) where k is the number of spans and change
-// points met in the window.
+// Add right after a Fits or EarliestFit that verified this very window,
+// nodes and units, with no change to t in between, skips re-checking them.
+//
+// Cost: O(log spans + k) for the k spans and change points met in the
+// window. Not safe for concurrent use (see Timeline).
 func (t *Timeline) Add(s Span) error {
 	if _, dup := t.lookup(s.ID); dup {
 		return fmt.Errorf("%w: span %d", ErrDuplicateID, s.ID)
@@ -360,7 +404,9 @@ func (t *Timeline) Add(s Span) error {
 
 // Remove deletes the span with the given ID, freeing its resources over its
 // whole window. It returns an error wrapping ErrUnknownSpan, changing
-// nothing, when there is no such span.
+// nothing, when there is no such span. Cost: O(log spans + k) for the k
+// change points in the span's window. Not safe for concurrent use (see
+// Timeline).
 func (t *Timeline) Remove(id SpanID) error {
 	s, ok := t.lookup(id)
 	if !ok {
@@ -376,7 +422,8 @@ func (t *Timeline) Remove(id SpanID) error {
 // Truncate ends span id early, at end: its resources are freed over
 // [end, old End). It returns, changing nothing, an error wrapping
 // ErrUnknownSpan when there is no such span, or ErrBadWindow unless
-// Start < end < the span's current End.
+// Start < end < the span's current End. Not safe for concurrent use (see
+// Timeline).
 func (t *Timeline) Truncate(id SpanID, end Time) error {
 	old, ok := t.lookup(id)
 	if !ok {
@@ -395,7 +442,8 @@ func (t *Timeline) Truncate(id SpanID, end Time) error {
 // nothing, an error wrapping: ErrUnknownSpan when there is no such span;
 // ErrBadWindow when end <= the span's current End; ErrPastHorizon when end is
 // past the horizon; ErrBusy when a node of the span is used by another span
-// during [old End, end) or a pool would exceed its Size.
+// during [old End, end) or a pool would exceed its Size. Not safe for
+// concurrent use (see Timeline).
 func (t *Timeline) Extend(id SpanID, end Time) error {
 	old, ok := t.lookup(id)
 	if !ok {

@@ -61,6 +61,14 @@ func benchRequest(r *rand.Rand, maxNodes float64) (Request, Duration) {
 	return req, Duration(logUniform(r, 60, 3*3600))
 }
 
+// reportCPU reports the process CPU time per operation since cpu0, when the
+// platform measures it.
+func reportCPU(b *testing.B, cpu0 time.Duration, n int) {
+	if c := cpuTime(); c > 0 && n > 0 {
+		b.ReportMetric(float64(c-cpu0)/float64(n), "cpu-ns/op")
+	}
+}
+
 func heapStats() runtime.MemStats {
 	var m runtime.MemStats
 	runtime.GC()
@@ -138,6 +146,7 @@ func BenchmarkEarliestFitAdd(b *testing.B) {
 		late := 0.0
 		b.ReportAllocs()
 		i := 0
+		cpu0 := cpuTime()
 		for b.Loop() {
 			if i%1000 == 0 {
 				tl = l.tl.Clone()
@@ -154,6 +163,7 @@ func BenchmarkEarliestFitAdd(b *testing.B) {
 			late += float64(at - nb)
 			i++
 		}
+		reportCPU(b, cpu0, i)
 		b.ReportMetric(float64(i)/b.Elapsed().Seconds(), "placements/s")
 		b.ReportMetric(late/float64(i), "wait-s/op")
 	})
@@ -179,6 +189,7 @@ func BenchmarkOverlapping(b *testing.B) {
 			found := 0
 			b.ReportAllocs()
 			i := 0
+			cpu0 := cpuTime()
 			for b.Loop() {
 				start := Time(r.Int64N(benchDays*day - 8*3600))
 				l.tl.Overlapping(sets[i%len(sets)], start, start+8*3600, func(Span) bool {
@@ -187,6 +198,7 @@ func BenchmarkOverlapping(b *testing.B) {
 				})
 				i++
 			}
+			reportCPU(b, cpu0, i)
 			b.ReportMetric(float64(found)/float64(i), "spans/op")
 		})
 	}
@@ -250,6 +262,7 @@ func BenchmarkPoolEarliestFit(b *testing.B) {
 		late := 0.0
 		b.ReportAllocs()
 		i := 0
+		cpu0 := cpuTime()
 		for b.Loop() {
 			req := Request{Slots: []int{1 + r.IntN(8)}}
 			d := Duration(logUniform(r, 60, 3*3600))
@@ -261,6 +274,7 @@ func BenchmarkPoolEarliestFit(b *testing.B) {
 			late += float64(at - nb)
 			i++
 		}
+		reportCPU(b, cpu0, i)
 		b.ReportMetric(late/float64(i), "wait-s/op")
 	})
 }
