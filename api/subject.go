@@ -1,7 +1,6 @@
 package api
 
 import (
-	"regexp"
 	"strings"
 )
 
@@ -29,11 +28,6 @@ const NamePattern = `^[a-z_][a-z0-9_-]{0,31}$`
 
 // OpPattern is what an operation name looks like: one subject token.
 const OpPattern = `^[a-z][a-z0-9_-]{0,31}$`
-
-var (
-	nameRe = regexp.MustCompile(NamePattern)
-	opRe   = regexp.MustCompile(OpPattern)
-)
 
 // ValidateUser returns an invalid_argument error unless name is a valid user
 // name: it matches NamePattern and does not start with a prefix reserved for

@@ -2,7 +2,6 @@ package api
 
 import (
 	"net"
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -34,8 +33,6 @@ type URI struct {
 	Host string // host:port, as net.JoinHostPort makes it ("[::1]:4222")
 	Path string // dot-separated instance path ("root.physics")
 }
-
-var hostnameRe = regexp.MustCompile(`^[a-z0-9]([a-z0-9_.-]{0,251}[a-z0-9])?$`)
 
 // ParseURI parses an instance URI. Accepted forms:
 //
@@ -103,7 +100,7 @@ func parseHostPort(hp string) (string, error) {
 		h = ip.String()
 	} else {
 		h = strings.ToLower(h)
-		if !hostnameRe.MatchString(h) {
+		if !validHostname(h) {
 			return "", Errorf(CodeInvalidArgument, "%q is not a host name or IP address", h)
 		}
 	}
