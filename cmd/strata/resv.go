@@ -72,15 +72,18 @@ func resvCommand() *cli.Command {
 }
 
 // Flags shared by create, update and plan.
-var (
-	nodesFlag    = func() cli.Flag { return &cli.IntFlag{Name: "nodes", Usage: "how many nodes; the broker chooses which"} }
-	nodelistFlag = func() cli.Flag {
-		return &cli.StringFlag{Name: "nodelist", Usage: "exactly these nodes, as a hostlist: node[0-63]"}
-	}
-	dryRunFlag = func() cli.Flag {
-		return &cli.BoolFlag{Name: "dry-run", Usage: "change nothing: show what it would be, and which jobs it would kill"}
-	}
-)
+
+func nodesFlag() cli.Flag {
+	return &cli.IntFlag{Name: "nodes", Usage: "how many nodes; the broker chooses which"}
+}
+
+func nodelistFlag() cli.Flag {
+	return &cli.StringFlag{Name: "nodelist", Usage: "exactly these nodes, as a hostlist: node[0-63]"}
+}
+
+func dryRunFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "dry-run", Usage: "change nothing: show what it would be, and which jobs it would kill"}
+}
 
 func resvCreateCommand() *cli.Command {
 	return &cli.Command{
@@ -98,7 +101,8 @@ func resvCreateCommand() *cli.Command {
 			"reservation and the jobs it would kill, and creates nothing.\n\n" +
 			"--every and --until repeat the window: NAME-1, NAME-2, ... start every --every\n" +
 			"while they start before --until. They are all checked first and then created;\n" +
-			"if one cannot be, those already created are deleted again.",
+			"if one cannot be, those already created are deleted again. --json then prints\n" +
+			"a list of reservations.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "name", Usage: "the reservation's name: lower-case letters, digits, '-' or '_'"},
 			&cli.StringFlag{Name: "start", Usage: "when it begins"},
