@@ -3,6 +3,7 @@ package broker_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -204,4 +205,52 @@ func waitEnd(ctx context.Context, c *client.Client, id api.JobID) (api.Job, erro
 		}
 	}
 	return api.Job{}, fmt.Errorf("job %d did not end within a minute", id)
+}
+
+// BenchmarkRunOne measures what 'strata run true' asks of the broker, one
+// job at a time: connect (as the CLI does for every command), submit true,
+// wait for it to end. The difference from cmd/strata's BenchmarkRunCommand
+// is the CLI process itself. "reuse" keeps one connection.
+func BenchmarkRunOne(b *testing.B) {
+	br, cs := benchRuntime(b, "node[0-15]", 1)
+	creds := addUser(b, br, "bob", false)
+	req := api.SubmitRequest{Nodes: 1, Walltime: 60, Command: []string{"true"}, Cwd: b.TempDir()}
+	ctx := context.Background()
+	one := func(b *testing.B, c *client.Client) {
+		var j api.Job
+		if err := c.Call(ctx, api.OpSubmit, req, &j); err != nil {
+			b.Fatal(err)
+		}
+		if j, err := waitEnd(ctx, c, j.ID); err != nil || j.State != api.JobCompleted {
+			b.Fatalf("job %d ended %s (%v)", j.ID, j.State, err)
+		}
+	}
+	one(b, cs[0]) // warm up: the first job starts the executor's keeper
+	for _, dial := range []bool{true, false} {
+		name := "reuse"
+		if dial {
+			name = "dial"
+		}
+		b.Run(name, func(b *testing.B) {
+			lat := make([]time.Duration, 0, b.N)
+			for range b.N {
+				t0 := time.Now()
+				c := cs[0]
+				if dial {
+					var err error
+					if c, err = client.Dial(br.URI("root"), client.WithCreds(creds)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				one(b, c)
+				if dial {
+					c.Close()
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			b.StopTimer()
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2])/float64(time.Millisecond), "ms-median")
+		})
+	}
 }
