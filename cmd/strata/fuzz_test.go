@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -126,6 +127,18 @@ func FuzzPermuteArgs(f *testing.F) {
 		out := permuteArgs(app, args)
 		if len(out) == 0 || out[0] != "strata" {
 			t.Fatalf("permuteArgs(%q) = %q", args, out)
+		}
+	})
+}
+
+func FuzzNameRe(f *testing.F) {
+	re := regexp.MustCompile(api.NamePattern)
+	for _, s := range []string{"physics", "_x", "a-b_c9", "", "A", "9a", "-a", strings.Repeat("a", 32), strings.Repeat("a", 33), "a\n", "é"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := nameRe.MatchString(s), re.MatchString(s); got != want {
+			t.Fatalf("nameRe.MatchString(%q) = %v; api.NamePattern says %v", s, got, want)
 		}
 	})
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -16,7 +15,26 @@ import (
 // their errors name what was being read and say what would be valid, and
 // the commands prefix them with the flag (see flagErr) and exit with code 2.
 
-var nameRe = regexp.MustCompile(api.NamePattern)
+// nameRe matches what api.NamePattern matches (user, reservation and QPU
+// backend names), written out rather than compiled at every command's
+// start-up, as package api does; FuzzNameRe checks the two agree.
+var nameRe namePattern
+
+type namePattern struct{}
+
+// MatchString reports whether s is 1-32 bytes of lower-case letters,
+// digits, '_' and '-', starting with a letter or '_'.
+func (namePattern) MatchString(s string) bool {
+	if s == "" || len(s) > 32 || !(s[0] == '_' || 'a' <= s[0] && s[0] <= 'z') {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if c := s[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // flagErr is the usage error for a malformed flag value: "--flag: reason".
 func flagErr(flag string, err error) error {
