@@ -150,7 +150,8 @@ func (t *Timeline) EarliestFit(req Request, notBefore Time, d Duration) (Time, N
 func (t *Timeline) search(p plan, notBefore Time, d Duration, limit Time) (Time, NodeSet, bool) {
 	c := notBefore
 	var segs []seg
-	var seen Time // segs hold the node spans that start before seen
+	collected := false
+	var seen Time // once collected, segs hold the node spans starting before seen
 	for c < limit {
 		var ok bool
 		if c, ok = t.countsFit(p.amt, c, d); !ok || c >= limit {
@@ -163,8 +164,8 @@ func (t *Timeline) search(p plan, notBefore Time, d Duration, limit Time) (Time,
 		// The spans overlapping [c, c+d): on the first round, from the
 		// index; later, those of the previous round still running at c, plus
 		// those starting since the previous window's end.
-		if segs == nil {
-			segs = t.collect(c, c+Time(d), p.w)
+		if !collected {
+			segs, collected = t.collect(c, c+Time(d), p.w), true
 		} else {
 			segs = t.advance(segs, c, seen, c+Time(d), p.w)
 		}
