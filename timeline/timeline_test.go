@@ -559,3 +559,48 @@ func TestRemoveRestoresCounters(t *testing.T) {
 		t.Errorf("empty timeline state: %q", got)
 	}
 }
+
+// TestExtremeTimes uses the whole range of instants: windows up to MaxTime,
+// durations near 2^62, the top duration classes.
+func TestExtremeTimes(t *testing.T) {
+	tl := newTL(t, 2, 0, 0, 1) // horizon MaxTime
+	mustAdd(t, tl,
+		Span{ID: 1, Start: 0, End: MaxTime, Nodes: Nodes(0)},
+		Span{ID: 2, Start: MaxTime - 10, End: MaxTime, Nodes: Nodes(1), Slots: []int{1}},
+	)
+	if at, ns, err := tl.EarliestFit(Request{Nodes: 1}, 5, Duration(MaxTime-20)); err != nil || at != 5 || ns.String() != "{1}" {
+		t.Errorf("EarliestFit long = %d, %v, %v", at, ns, err)
+	}
+	if _, _, err := tl.EarliestFit(Request{Nodes: 2}, 0, 1); !errors.Is(err, ErrNoFit) {
+		t.Errorf("EarliestFit of a busy node forever: %v", err)
+	}
+	if _, _, err := tl.EarliestFit(Request{Nodes: 1}, MaxTime-5, 10); !errors.Is(err, ErrPastHorizon) {
+		t.Errorf("EarliestFit past MaxTime: %v", err)
+	}
+	if _, _, err := tl.EarliestFit(Request{Nodes: 1}, 0, Duration(1<<63-1)); !errors.Is(err, ErrPastHorizon) {
+		t.Errorf("EarliestFit with the largest duration: %v", err)
+	}
+	if at, _, err := tl.EarliestFit(Request{Slots: []int{1}}, MaxTime-11, 1); err != nil || at != MaxTime-11 {
+		t.Errorf("EarliestFit before the last span = %d, %v", at, err)
+	}
+	if got := tl.FreeNodes(MaxTime-1, MaxTime); !got.IsEmpty() {
+		t.Errorf("FreeNodes at the end = %v", got)
+	}
+	var ids []SpanID
+	tl.Overlapping(NodeSet{}, MaxTime-1, MaxTime, func(s Span) bool { ids = append(ids, s.ID); return true })
+	if !slices.Equal(ids, []SpanID{1, 2}) {
+		t.Errorf("Overlapping at the end = %v", ids)
+	}
+	if u := tl.UsageAt(MaxTime - 1); u.Busy.String() != "{0-1}" || u.Slots[0] != 1 {
+		t.Errorf("UsageAt(MaxTime-1) = %+v", u)
+	}
+	if err := tl.Extend(2, MaxTime+1); !errors.Is(err, ErrPastHorizon) {
+		t.Errorf("Extend past MaxTime: %v", err)
+	}
+	if err := tl.Truncate(1, 1); err != nil {
+		t.Fatal(err)
+	}
+	if at, _, err := tl.EarliestFit(Request{Nodes: 2}, 0, 100); err != nil || at != 1 {
+		t.Errorf("EarliestFit after truncating = %d, %v", at, err)
+	}
+}
