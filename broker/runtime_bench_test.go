@@ -12,6 +12,7 @@ import (
 
 	"github.com/strata-hpc/strata/api"
 	"github.com/strata-hpc/strata/broker"
+	"github.com/strata-hpc/strata/broker/executor"
 	"github.com/strata-hpc/strata/client"
 	"github.com/strata-hpc/strata/instance"
 	"github.com/strata-hpc/strata/internal/hostlist"
@@ -27,9 +28,9 @@ import (
 //	go test -run '^$' -bench 'Submit|RunTrue' -count 5 ./broker/
 
 // benchRuntime starts an embedded broker on a free port, with the runtime
-// over nodes (easy backfill, the local executor), and returns clients
+// over nodes (easy backfill, ex or else the local executor), and returns clients
 // connected as user alice, each on a connection of its own.
-func benchRuntime(b *testing.B, nodes string, clients int) (*broker.Broker, []*client.Client) {
+func benchRuntime(b *testing.B, nodes string, clients int, ex executor.Executor) (*broker.Broker, []*client.Client) {
 	b.Helper()
 	br, err := broker.New(broker.Options{Listen: "127.0.0.1:0", StateDir: b.TempDir(), Logger: testLogger()})
 	if err != nil {
@@ -43,7 +44,7 @@ func benchRuntime(b *testing.B, nodes string, clients int) (*broker.Broker, []*c
 	if err != nil {
 		b.Fatal(err)
 	}
-	rt, err := br.RunInstances(broker.Resources{Nodes: names, Policy: instance.EASY, KillGrace: time.Second})
+	rt, err := br.RunInstances(broker.Resources{Nodes: names, Policy: instance.EASY, KillGrace: time.Second, Executor: ex})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -96,7 +97,7 @@ func fanOut(cs []*client.Client, n int, op func(c *client.Client, i int) error) 
 func BenchmarkSubmit(b *testing.B) {
 	for _, clients := range []int{1, 16} {
 		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
-			br, cs := benchRuntime(b, "node[0-15]", clients)
+			br, cs := benchRuntime(b, "node[0-15]", clients, nil)
 			req := api.SubmitRequest{Nodes: 1, Walltime: 60, Hold: true, Command: []string{"true"}, Cwd: b.TempDir()}
 			ctx := context.Background()
 			b.ReportAllocs()
@@ -137,10 +138,17 @@ func BenchmarkSubmit(b *testing.B) {
 
 // BenchmarkRunTrue measures trivial jobs (true) run to completion on 16
 // local nodes: b.N jobs submitted from 16 clients, each of which then waits
-// for its jobs to end. Target: 1,000 jobs/s.
+// for its jobs to end. Target: 1,000 jobs/s. With exec=instant the jobs
+// end as soon as they start, without a process: what the broker itself can
+// do, whatever the executor costs.
 func BenchmarkRunTrue(b *testing.B) {
+	b.Run("exec=local", func(b *testing.B) { benchRunTrue(b, nil) })
+	b.Run("exec=instant", func(b *testing.B) { benchRunTrue(b, newInstantExec()) })
+}
+
+func benchRunTrue(b *testing.B, ex executor.Executor) {
 	const clients = 16
-	_, cs := benchRuntime(b, "node[0-15]", clients)
+	_, cs := benchRuntime(b, "node[0-15]", clients, ex)
 	req := api.SubmitRequest{Nodes: 1, Walltime: 60, Command: []string{"true"}, Cwd: b.TempDir()}
 	ctx := context.Background()
 	// Warm up: the first job starts the executor's keeper.
@@ -181,16 +189,62 @@ func BenchmarkRunTrue(b *testing.B) {
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/job")
 }
 
-// cpuTime is the CPU time (user and system) used so far by this process:
-// the clients, the broker and its NATS server, not the executor's keeper
-// or the jobs. On a shared machine it is a steadier figure than jobs/s.
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+// instantExec is an executor whose jobs exit with code 0 as soon as they
+// have started.
+type instantExec struct {
+	mu     sync.Mutex
+	queue  []executor.Exit
+	wake   chan struct{}
+	exits  chan executor.Exit
+	closed chan struct{}
 }
+
+func newInstantExec() *instantExec {
+	x := &instantExec{wake: make(chan struct{}, 1), exits: make(chan executor.Exit), closed: make(chan struct{})}
+	go x.deliver()
+	return x
+}
+
+func (x *instantExec) Start(spec executor.Spec) (executor.Record, error) {
+	now := time.Now()
+	x.mu.Lock()
+	x.queue = append(x.queue, executor.Exit{ID: spec.ID, StartedAt: now, EndedAt: now})
+	x.mu.Unlock()
+	select {
+	case x.wake <- struct{}{}:
+	default:
+	}
+	return executor.Record{ID: spec.ID, PID: 1, PGID: 1, StartedAt: now}, nil
+}
+
+// deliver sends the queued exits, in order, until Close.
+func (x *instantExec) deliver() {
+	defer close(x.exits)
+	for {
+		x.mu.Lock()
+		q := x.queue
+		x.queue = nil
+		x.mu.Unlock()
+		for _, e := range q {
+			select {
+			case x.exits <- e:
+			case <-x.closed:
+				return
+			}
+		}
+		select {
+		case <-x.wake:
+		case <-x.closed:
+			return
+		}
+	}
+}
+
+func (x *instantExec) Signal(string, syscall.Signal) error { return executor.ErrNotRunning }
+func (x *instantExec) Exits() <-chan executor.Exit         { return x.exits }
+func (x *instantExec) Adopt(executor.Record) error         { return nil }
+func (x *instantExec) Release(string) error                { return nil }
+func (x *instantExec) Close() error                        { close(x.closed); return nil }
 
 // waitEnd waits for job id to end.
 func waitEnd(ctx context.Context, c *client.Client, id api.JobID) (api.Job, error) {
@@ -212,7 +266,7 @@ func waitEnd(ctx context.Context, c *client.Client, id api.JobID) (api.Job, erro
 // wait for it to end. The difference from cmd/strata's BenchmarkRunCommand
 // is the CLI process itself. "reuse" keeps one connection.
 func BenchmarkRunOne(b *testing.B) {
-	br, cs := benchRuntime(b, "node[0-15]", 1)
+	br, cs := benchRuntime(b, "node[0-15]", 1, nil)
 	creds := addUser(b, br, "bob", false)
 	req := api.SubmitRequest{Nodes: 1, Walltime: 60, Command: []string{"true"}, Cwd: b.TempDir()}
 	ctx := context.Background()
@@ -253,4 +307,15 @@ func BenchmarkRunOne(b *testing.B) {
 			b.ReportMetric(float64(lat[len(lat)/2])/float64(time.Millisecond), "ms-median")
 		})
 	}
+}
+
+// cpuTime is the CPU time (user and system) used so far by this process:
+// the clients, the broker and its NATS server, not the executor's keeper
+// or the jobs. On a shared machine it is a steadier figure than jobs/s.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
