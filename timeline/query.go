@@ -6,6 +6,12 @@ import (
 	"slices"
 )
 
+// idSpan is a span with its ID at hand, for sorting without reading spans.
+type idSpan struct {
+	id SpanID
+	s  *span
+}
+
 // seg is one run of nodes held until end by a span overlapping a query window.
 type seg struct {
 	lo, hi int32
@@ -352,7 +358,7 @@ func (t *Timeline) Overlapping(nodes NodeSet, start, end Time, fn func(Span) boo
 	found := t.found[:0]
 	t.found = nil // taken: a nested call from fn allocates its own
 	pick := func(k ikey) bool {
-		found = append(found, k.s)
+		found = append(found, idSpan{k.s.id, k.s})
 		return true
 	}
 	if nodes.IsEmpty() {
@@ -372,13 +378,14 @@ func (t *Timeline) Overlapping(nodes NodeSet, start, end Time, fn func(Span) boo
 				hit = runsOverlap(k.s.nodes.runs, nodes.runs)
 			}
 			if hit {
-				found = append(found, k.s)
+				found = append(found, idSpan{k.s.id, k.s})
 			}
 			return true
 		})
 	}
-	slices.SortFunc(found, func(a, b *span) int { return cmp.Compare(a.id, b.id) })
-	for _, s := range found {
+	slices.SortFunc(found, func(a, b idSpan) int { return cmp.Compare(a.id, b.id) })
+	for _, f := range found {
+		s := f.s
 		if !fn(s.export()) {
 			break
 		}

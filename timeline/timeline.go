@@ -188,7 +188,7 @@ type Timeline struct {
 	keys  []uint64
 	order []int32
 	runs  []run
-	found []*span
+	found []idSpan
 }
 
 // New returns an empty Timeline for cfg.
