@@ -95,17 +95,17 @@ func TestSubmitValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, mut := range map[string]func(r *SubmitRequest){
-		"no nodes":     func(r *SubmitRequest) { r.Nodes = 0 },
-		"no walltime":  func(r *SubmitRequest) { r.Walltime = 0 },
-		"no command":   func(r *SubmitRequest) { r.Command = nil },
-		"empty argv0":  func(r *SubmitRequest) { r.Command = []string{""} },
-		"dep on 0":     func(r *SubmitRequest) { r.AfterAny = []JobID{0} },
-		"bad qpu":      func(r *SubmitRequest) { r.QPU = map[string]int{"Q P U": 1} },
-		"zero slots":   func(r *SubmitRequest) { r.QPU = map[string]int{"qpu0": 0} },
-		"bad env":      func(r *SubmitRequest) { r.Env = map[string]string{"A=B": "1"} },
-		"bad resv":     func(r *SubmitRequest) { r.Resv = "Physics!" },
-		"long name":    func(r *SubmitRequest) { r.Name = strings.Repeat("x", 129) },
-		"neg walltime": func(r *SubmitRequest) { r.Walltime = -5 },
+		"no nodes":          func(r *SubmitRequest) { r.Nodes = 0 },
+		"negative walltime": func(r *SubmitRequest) { r.Walltime = -1 },
+		"no command":        func(r *SubmitRequest) { r.Command = nil },
+		"empty argv0":       func(r *SubmitRequest) { r.Command = []string{""} },
+		"dep on 0":          func(r *SubmitRequest) { r.AfterAny = []JobID{0} },
+		"bad qpu":           func(r *SubmitRequest) { r.QPU = map[string]int{"Q P U": 1} },
+		"zero slots":        func(r *SubmitRequest) { r.QPU = map[string]int{"qpu0": 0} },
+		"bad env":           func(r *SubmitRequest) { r.Env = map[string]string{"A=B": "1"} },
+		"bad resv":          func(r *SubmitRequest) { r.Resv = "Physics!" },
+		"long name":         func(r *SubmitRequest) { r.Name = strings.Repeat("x", 129) },
+		"neg walltime":      func(r *SubmitRequest) { r.Walltime = -5 },
 	} {
 		r := ok
 		mut(&r)

@@ -116,13 +116,14 @@ type Job struct {
 	Hold         bool           `json:"hold,omitempty"`
 	BeginTime    time.Time      `json:"begin_time,omitzero"`
 	Dependencies []Dependency   `json:"dependencies,omitempty"`
-	URI          string         `json:"uri,omitempty"` // of the child instance, for batch and alloc jobs
+	URI          string         `json:"uri,omitempty"`      // of the child instance, for batch and alloc jobs
+	Instance     bool           `json:"instance,omitempty"` // the job is a child instance (batch, alloc)
 }
 
 // SubmitRequest asks for a new job.
 type SubmitRequest struct {
 	Nodes      int               `json:"nodes"`      // whole nodes, ≥ 1
-	Walltime   int64             `json:"walltime_s"` // seconds, ≥ 1
+	Walltime   int64             `json:"walltime_s"` // seconds; 0: the instance default
 	Name       string            `json:"name,omitempty"`
 	Resv       string            `json:"resv,omitempty"` // run inside this reservation
 	Begin      time.Time         `json:"begin,omitzero"` // not before
@@ -148,8 +149,8 @@ func (r *SubmitRequest) Validate() error {
 	switch {
 	case r.Nodes < 1:
 		return Errorf(CodeInvalidArgument, "nodes must be at least 1, got %d", r.Nodes)
-	case r.Walltime < 1:
-		return Errorf(CodeInvalidArgument, "walltime_s must be at least 1 second, got %d", r.Walltime)
+	case r.Walltime < 0:
+		return Errorf(CodeInvalidArgument, "walltime_s must be positive (or 0 for the instance's default), got %d", r.Walltime)
 	case len(r.Command) == 0 || r.Command[0] == "":
 		return Errorf(CodeInvalidArgument, "command is empty: give the program to run and its arguments")
 	case len(r.Name) > 128:

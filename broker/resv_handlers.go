@@ -56,6 +56,9 @@ func (r *Runtime) resvCreate(ctx context.Context, q Request) (any, error) {
 			if err := spec.Validate(now); err != nil {
 				return nil, api.Errorf(api.CodeInvalidArgument, "%v", err)
 			}
+			if old, ok := r.in.Resv(spec.Name); ok && (old.State == resv.Pending || old.State == resv.Active) {
+				return nil, api.Errorf(api.CodeInvalidArgument, "a reservation named %q already exists; choose another --name", spec.Name)
+			}
 			plan, err := inst.PlanResv(spec)
 			if err != nil {
 				return nil, coreError(err)
@@ -101,6 +104,16 @@ func (r *Runtime) apiResv(rv instance.Resv) api.Resv {
 	}
 	if rv.State == resv.Active {
 		out.URI = r.b.URI(rv.Path)
+	}
+	if rv.State == resv.Pending {
+		// The jobs marked to die at its start, while they still run.
+		if p, ok := r.in.Child(rv.Parent); ok {
+			var marked []instance.JobID
+			for _, j := range p.Jobs(func(j *instance.Job) bool { return j.State == instance.Running && j.Term.KillResv == rv.Name }) {
+				marked = append(marked, j.ID)
+			}
+			out.Killed = r.killed(marked)
+		}
 	}
 	return out
 }

@@ -843,6 +843,7 @@ func (r *Runtime) apiJob(j instance.Job) api.Job {
 	if m := r.meta[j.ID]; m != nil {
 		out.Command, out.Cwd = m.Command, m.Cwd
 	}
+	out.Instance = j.Spec.Child
 	if j.Spec.Child && j.State == instance.Running {
 		out.URI = r.b.URI(j.Path + ".j" + strconv.FormatInt(int64(j.ID), 10))
 	}

@@ -24,7 +24,7 @@ func (in *Instance) startChild(now Time, j *Job) {
 	if old, ok := in.sh.insts[path]; ok && old.ended {
 		delete(in.sh.insts, path) // a requeued child job starts afresh
 	}
-	_, err := newInstance(Config{
+	c, err := newInstance(Config{
 		Path: path, Nodes: j.Nodes, Pools: pools, Policy: in.cfg.Policy,
 		DefaultWalltime: min(in.cfg.DefaultWalltime, j.Spec.Walltime), MaxWalltime: j.Spec.Walltime,
 		KillGrace: in.cfg.KillGrace, Origin: j.Start, Horizon: j.Start + Time(j.Spec.Walltime),
@@ -32,6 +32,7 @@ func (in *Instance) startChild(now Time, j *Job) {
 	if err != nil {
 		panic(fmt.Sprintf("instance: child of job %d: %v", j.ID, err))
 	}
+	c.owner = j.Spec.User
 }
 
 // endChild ends the child instance at path after its job ended.

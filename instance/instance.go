@@ -55,8 +55,9 @@ type Instance struct {
 	freed   bool                // resources freed since the last compression
 	blocked bool                // the last pass left an eligible job waiting
 	parent  *Instance
-	resv    *Resv // the reservation this instance serves, if any
-	ended   bool  // a child whose window or job has ended
+	resv    *Resv  // the reservation this instance serves, if any
+	owner   string // the user of a child job's instance, who alone (and admins) may use it
+	ended   bool   // a child whose window or job has ended
 	sh      *shared
 }
 
@@ -283,6 +284,9 @@ func (in *Instance) Submit(now Time, who Actor, path string, spec Spec) (JobID, 
 	}
 	if target.ended {
 		return 0, fmt.Errorf("%w: instance %s has ended and takes no more jobs", ErrState, target.path)
+	}
+	if target.owner != "" && !who.Admin && who.User != target.owner {
+		return 0, fmt.Errorf("%w: instance %s belongs to %s's job; only they (and admins) may submit into it", ErrPermission, target.path, target.owner)
 	}
 	if r := target.resv; r != nil {
 		if !who.Admin && !r.hasUser(who.User) {

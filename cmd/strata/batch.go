@@ -150,11 +150,16 @@ func (s jobSpec) allocRequest(now time.Time, cwd string, environ []string, shell
 	if len(local) == 0 {
 		local = []string{shell}
 	}
-	secs, err := parseWalltime(s.Time)
-	if err != nil {
-		return api.SubmitRequest{}, nil, flagErr("-t/--time", err)
+	// The holder sleeps past any walltime: the broker ends it at the
+	// walltime (the instance's default when -t is not given).
+	s.Command = []string{"sleep", "infinity"}
+	if s.Time != "" {
+		secs, err := parseWalltime(s.Time)
+		if err != nil {
+			return api.SubmitRequest{}, nil, flagErr("-t/--time", err)
+		}
+		s.Command = []string{"sleep", strconv.FormatInt(secs, 10)}
 	}
-	s.Command = []string{"sleep", strconv.FormatInt(secs, 10)}
 	if s.Name == "" {
 		s.Name = "alloc"
 	}

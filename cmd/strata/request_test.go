@@ -48,7 +48,7 @@ func parseSubmit(t *testing.T, args ...string) (api.SubmitRequest, error) {
 func TestSubmitRequest(t *testing.T) {
 	env := map[string]string{"PATH": "/opt/bin", "HOME": "/home/alice", "EMPTY": "", "A": "b=c"}
 	base := func(f func(r *api.SubmitRequest)) api.SubmitRequest {
-		r := api.SubmitRequest{Nodes: 1, Walltime: 3600, Name: "sim", Command: []string{"./sim", "-x", "in.dat"}, Cwd: "/work", Env: env}
+		r := api.SubmitRequest{Nodes: 1, Name: "sim", Command: []string{"./sim", "-x", "in.dat"}, Cwd: "/work", Env: env}
 		if f != nil {
 			f(&r)
 		}

@@ -400,7 +400,7 @@ func TestBatchAndAllocRequest(t *testing.T) {
 		req, local, err = readJobSpec(c).allocRequest(testNow, dir, testEnv, "/bin/sh")
 		return err
 	}, splitArgs("alloc --name mine -o alloc.out -- sh -c 'exit 3'")...)
-	if err != nil || req.Name != "mine" || req.Stdout != "alloc.out" || req.Walltime != 3600 || !slices.Equal(local, []string{"sh", "-c", "exit 3"}) {
+	if err != nil || req.Name != "mine" || req.Stdout != "alloc.out" || req.Walltime != 0 || !slices.Equal(req.Command, []string{"sleep", "infinity"}) || !slices.Equal(local, []string{"sh", "-c", "exit 3"}) {
 		t.Errorf("alloc -- COMMAND: %+v, %q, %v", req, local, err)
 	}
 }

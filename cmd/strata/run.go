@@ -137,7 +137,7 @@ func onInterrupt(ctx context.Context, stopWaiting context.CancelFunc, sigs <-cha
 	go func() {
 		cctx, cancel := context.WithTimeout(context.Background(), cancelTimeout)
 		defer cancel()
-		if err := cl.Call(cctx, api.OpCancel, api.CancelRequest{ID: id}, nil); err != nil && !isCode(err, api.CodeFailedPrecondition) {
+		if err := cl.Call(cctx, api.OpCancel, api.CancelRequest{ID: id}, nil); err != nil && !isCode(err, api.CodeFailedPrecondition) && !isCode(err, api.CodeConflict) {
 			fmt.Fprintf(w, "strata: %v\n", err)
 		}
 	}()

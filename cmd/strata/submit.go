@@ -13,11 +13,12 @@ import (
 	"github.com/strata-hpc/strata/api"
 )
 
-// Defaults of submit and run. api.SubmitRequest.Validate wants at least one
-// node and a walltime, so the CLI sends these rather than zeros.
+// Defaults of submit and run. Without -t the walltime is left to the
+// instance (its default, which inside a batch or alloc is at most what the
+// child instance has left).
 const (
 	defaultNodes    = 1
-	defaultWalltime = "1h"
+	defaultWalltime = ""
 )
 
 // jobFlags are the flags submit and run share.
@@ -25,7 +26,7 @@ func jobFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.IntFlag{Name: "nodes", Aliases: []string{"N"}, Value: defaultNodes, Usage: "whole nodes to run on"},
 		&cli.StringFlag{Name: "time", Aliases: []string{"t"}, Value: defaultWalltime,
-			Usage: "walltime: 90m, 1h30m, 1d12h, D-HH:MM:SS, HH:MM:SS, MM:SS, or minutes alone (90)"},
+			Usage: "walltime: 90m, 1h30m, 1d12h, D-HH:MM:SS, HH:MM:SS, MM:SS, or minutes alone (90); default: the instance's"},
 		&cli.StringFlag{Name: "name", Usage: "the job's name (default: the command's base name)"},
 		&cli.StringFlag{Name: "resv", Usage: "run inside this reservation"},
 		&cli.StringFlag{Name: "begin", Usage: "not before this time: RFC 3339, now+2h, +30m, 17:00"},
@@ -80,8 +81,10 @@ func (s jobSpec) request(now time.Time, cwd string, environ []string) (api.Submi
 		return r, flagErr("-N/--nodes", fmt.Errorf("%d: give a whole number of nodes from 1", s.Nodes))
 	}
 	var err error
-	if r.Walltime, err = parseWalltime(s.Time); err != nil {
-		return r, flagErr("-t/--time", err)
+	if s.Time != "" {
+		if r.Walltime, err = parseWalltime(s.Time); err != nil {
+			return r, flagErr("-t/--time", err)
+		}
 	}
 	if len(s.Name) > 128 {
 		return r, flagErr("--name", fmt.Errorf("%d bytes long: at most 128", len(s.Name)))
