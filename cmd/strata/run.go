@@ -17,6 +17,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/strata-hpc/strata/api"
+	"github.com/strata-hpc/strata/broker/executor"
 	"github.com/strata-hpc/strata/client"
 )
 
@@ -88,9 +89,10 @@ func runRun(c *cli.Context) error {
 	if name == "" {
 		name = req.Name
 	}
-	vars := templateVars{JobID: job.ID.String(), User: job.User, Name: name}
-	outPath := expandTemplate(req.Stdout, req.Cwd, vars)
-	errPath := expandTemplate(req.Stderr, req.Cwd, vars)
+	// The paths the broker writes to: the executor's own expansion.
+	vars := executor.PathVars{JobID: job.ID.String(), User: job.User, Name: name}
+	outPath := executor.ExpandPath(req.Stdout, req.Cwd, vars)
+	errPath := executor.ExpandPath(req.Stderr, req.Cwd, vars)
 
 	stop := make(chan struct{})
 	var tails sync.WaitGroup
@@ -237,44 +239,6 @@ func tailFile(path string, w io.Writer, stop <-chan struct{}, interval time.Dura
 		case <-t.C:
 		}
 	}
-}
-
-// templateVars are the values an output file template refers to.
-type templateVars struct{ JobID, User, Name string }
-
-// expandTemplate turns an output file template into the path the broker
-// writes, as the broker does (and as Slurm does): %j is the job ID, %u the
-// user, %x the job name, %% a '%'; any other '%' sequence stays as written.
-// A relative result is relative to dir, the job's working directory.
-// TestExpandTemplateMatchesExecutor keeps it in step with the broker.
-func expandTemplate(tmpl, dir string, v templateVars) string {
-	var b strings.Builder
-	for i := 0; i < len(tmpl); i++ {
-		ch := tmpl[i]
-		if ch != '%' || i+1 == len(tmpl) {
-			b.WriteByte(ch)
-			continue
-		}
-		switch tmpl[i+1] {
-		case 'j':
-			b.WriteString(v.JobID)
-		case 'u':
-			b.WriteString(v.User)
-		case 'x':
-			b.WriteString(v.Name)
-		case '%':
-			b.WriteByte('%')
-		default:
-			b.WriteByte('%')
-			continue
-		}
-		i++
-	}
-	p := b.String()
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(dir, p)
-	}
-	return p
 }
 
 // escapeTemplate makes a path into a template that expands to itself.
