@@ -319,3 +319,30 @@ func splitShort(flags []cli.Flag, arg string) (string, string, bool) {
 	}
 	return name, arg[2:], true
 }
+
+// show makes one call to the broker and prints its reply: as JSON with
+// --json (what json picks out of the reply, so that lists print as arrays),
+// else for people with human. It serves every command that only reads.
+func show[R any](c *cli.Context, op string, req any, json func(*R) any, human func(io.Writer, *R) error) error {
+	cl, err := dial(c)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	var rep R
+	if err := call(c, cl, op, req, &rep); err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, json(&rep))
+	}
+	return human(c.App.Writer, &rep)
+}
+
+// nonNil makes a nil list an empty one, so that JSON shows [] not null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

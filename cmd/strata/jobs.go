@@ -173,20 +173,9 @@ func runJobShow(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	cl, err := dial(c)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	var j api.Job
-	if err := call(c, cl, api.OpJob, api.JobRequest{ID: id}, &j); err != nil {
-		return err
-	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, j)
-	}
-	printJob(c.App.Writer, j)
-	return nil
+	return show(c, api.OpJob, api.JobRequest{ID: id},
+		func(j *api.Job) any { return j },
+		func(w io.Writer, j *api.Job) error { printJob(w, *j); return nil })
 }
 
 // printJob writes every field of a job, one per line under its JSON name,

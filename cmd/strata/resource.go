@@ -34,23 +34,9 @@ func runResourceList(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
 	}
-	cl, err := dial(c)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	var rep api.ResourcesReply
-	if err := call(c, cl, api.OpResources, nil, &rep); err != nil {
-		return err
-	}
-	if rep.Nodes == nil {
-		rep.Nodes = []api.NodeStatus{}
-	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, rep)
-	}
-	printResources(c.App.Writer, rep)
-	return nil
+	return show(c, api.OpResources, nil,
+		func(rep *api.ResourcesReply) any { rep.Nodes = nonNil(rep.Nodes); return rep },
+		func(w io.Writer, rep *api.ResourcesReply) error { printResources(w, *rep); return nil })
 }
 
 // nodeGroup is one line of the node table: the nodes in one state held by

@@ -564,23 +564,9 @@ func runResvList(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
 	}
-	cl, err := dial(c)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	var rep api.ResvsReply
-	if err := call(c, cl, api.OpResvList, nil, &rep); err != nil {
-		return err
-	}
-	if rep.Resvs == nil {
-		rep.Resvs = []api.Resv{}
-	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, rep.Resvs)
-	}
-	printResvs(c.App.Writer, rep.Resvs)
-	return nil
+	return show(c, api.OpResvList, nil,
+		func(rep *api.ResvsReply) any { return nonNil(rep.Resvs) },
+		func(w io.Writer, rep *api.ResvsReply) error { printResvs(w, rep.Resvs); return nil })
 }
 
 // printResvs writes the reservations table.
@@ -603,20 +589,9 @@ func runResvShow(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	cl, err := dial(c)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	var rv api.Resv
-	if err := call(c, cl, api.OpResvShow, api.ResvRequest{Name: name}, &rv); err != nil {
-		return err
-	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, rv)
-	}
-	printResv(c.App.Writer, rv)
-	return nil
+	return show(c, api.OpResvShow, api.ResvRequest{Name: name},
+		func(rv *api.Resv) any { return rv },
+		func(w io.Writer, rv *api.Resv) error { printResv(w, *rv); return nil })
 }
 
 func runResvDelete(c *cli.Context) error {

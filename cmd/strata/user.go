@@ -157,31 +157,20 @@ func runUserList(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
 	}
-	cl, err := dial(c)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	var rep api.UsersReply
-	if err := call(c, cl, api.OpUsers, nil, &rep); err != nil {
-		return err
-	}
-	if rep.Users == nil {
-		rep.Users = []api.User{}
-	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, rep.Users)
-	}
-	tw := newTable(c.App.Writer)
-	fmt.Fprintln(tw, "NAME\tADMIN\tCREATED")
-	for _, u := range rep.Users {
-		created := "-"
-		if !u.Created.IsZero() {
-			created = u.Created.Local().Format(time.RFC3339)
-		}
-		fmt.Fprintf(tw, "%s\t%t\t%s\n", u.Name, u.Admin, created)
-	}
-	return tw.Flush()
+	return show(c, api.OpUsers, nil,
+		func(rep *api.UsersReply) any { return nonNil(rep.Users) },
+		func(w io.Writer, rep *api.UsersReply) error {
+			tw := newTable(w)
+			fmt.Fprintln(tw, "NAME\tADMIN\tCREATED")
+			for _, u := range rep.Users {
+				created := "-"
+				if !u.Created.IsZero() {
+					created = u.Created.Local().Format(time.RFC3339)
+				}
+				fmt.Fprintf(tw, "%s\t%t\t%s\n", u.Name, u.Admin, created)
+			}
+			return tw.Flush()
+		})
 }
 
 func whoamiCommand() *cli.Command {
