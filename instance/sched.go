@@ -231,12 +231,19 @@ func (in *Instance) compress(now Time) {
 		if old <= in.notBefore(now, j) {
 			continue // cannot move earlier
 		}
+		sp, _ := in.tl.Span(spanOf(j.ID))
 		if err := in.tl.Remove(spanOf(j.ID)); err != nil {
 			panic(fmt.Sprintf("instance: planned job %d has no span: %v", j.ID, err))
 		}
-		t, nodes, ok := in.tl.EarliestFitBefore(in.request(j), in.notBefore(now, j), in.hold(j), old)
+		req := in.request(j)
+		t, nodes, ok := in.tl.EarliestFitBefore(req, in.notBefore(now, j), in.hold(j), old)
 		if !ok {
-			t, nodes = old, j.nodeSet
+			// It stays: put the plan back as it was (the timeline knows
+			// those resources were just freed and need no new check).
+			if err := in.tl.Add(sp); err != nil {
+				panic(fmt.Sprintf("instance: planned job %d cannot go back where it was: %v", j.ID, err))
+			}
+			continue
 		}
 		in.sh.wakes.Delete(wake{t: old, kind: wakePlan, id: int64(j.ID)})
 		j.planned = false

@@ -416,6 +416,17 @@ func (t *Timeline) Remove(id SpanID) error {
 	t.byID.Delete(s)
 	t.unindex(s)
 	t.count(s, s.start, s.end, -1)
+	// What the span held is now free: an Add of the same resources over
+	// the same window right after (a scheduler putting back a plan that
+	// could not move) need not check it again.
+	amt := make([]int64, len(t.dims))
+	amt[0] = int64(s.nodes.Len())
+	if s.pools != nil {
+		for i, v := range *s.pools {
+			amt[1+i] = int64(v)
+		}
+	}
+	t.memo = fitMemo{version: t.version, start: s.start, end: s.end, nodes: s.nodes, amt: amt}
 	return nil
 }
 
