@@ -105,3 +105,61 @@ func TestRuntimeDATDay(t *testing.T) {
 		t.Fatalf("after the end: %+v, %v", rv, err)
 	}
 }
+
+// TestRuntimeDATSurvivesRestart restarts the broker during an active DAT:
+// the reservation, its child instance (served again, for listed users
+// only), its queue and its access list are back, and its end is enforced.
+func TestRuntimeDATSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	b, rt := runtime(t, dir)
+	ctx := context.Background()
+	admin := userClient(t, b, "admin")
+	start := time.Now().Truncate(time.Second).Add(2 * time.Second)
+	var rv api.Resv
+	if err := admin.Call(ctx, api.OpResvCreate, api.ResvCreateRequest{Name: "chem", Start: start, End: start.Add(6 * time.Second), Nodes: 2, Users: []string{"alice"}}, &rv); err != nil {
+		t.Fatal(err)
+	}
+	alice := userClient(t, b, "alice")
+	var held api.Job
+	if err := alice.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 1, Walltime: 2, Resv: "chem", Hold: true, Command: []string{"true"}, Cwd: t.TempDir()}, &held); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(start.Add(500 * time.Millisecond)))
+	if err := admin.Call(ctx, api.OpResvShow, api.ResvRequest{Name: "chem"}, &rv); err != nil || rv.State != "active" {
+		t.Fatalf("before the restart: %+v, %v", rv, err)
+	}
+	rt.Close()
+	b.Shutdown()
+
+	b2, _ := runtime(t, dir)
+	admin2, alice2, bob2 := userClient(t, b2, "admin"), userClient(t, b2, "alice"), userClient(t, b2, "bob")
+	rv = api.Resv{}
+	if err := admin2.Call(ctx, api.OpResvShow, api.ResvRequest{Name: "chem"}, &rv); err != nil || rv.State != "active" || rv.URI == "" || len(rv.Users) != 1 {
+		t.Fatalf("after the restart: %+v, %v", rv, err)
+	}
+	child, _ := alice2.At(rv.Path)
+	var j api.Job
+	if err := child.Call(ctx, api.OpJob, api.JobRequest{ID: held.ID}, &j); err != nil || j.State != api.JobPending || !j.Hold {
+		t.Fatalf("the DAT's queue after the restart: %+v, %v", j, err)
+	}
+	if err := child.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 1, Walltime: 1, Command: []string{"true"}, Cwd: t.TempDir()}, &j); err != nil {
+		t.Fatalf("a listed user submitting into the restored DAT: %v", err)
+	}
+	if j = waitJob(t, child, j.ID); j.State != api.JobCompleted {
+		t.Fatalf("job in the restored DAT: %s: %s", j.State, j.Reason)
+	}
+	bobChild, _ := bob2.At(rv.Path)
+	if err := bobChild.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 1, Walltime: 1, Command: []string{"true"}, Cwd: "/"}, &j); !errors.Is(err, api.ErrPermissionDenied) {
+		t.Fatalf("an unlisted user after the restart: %v", err)
+	}
+	time.Sleep(time.Until(start.Add(7 * time.Second)))
+	rv = api.Resv{}
+	if err := admin2.Call(ctx, api.OpResvShow, api.ResvRequest{Name: "chem"}, &rv); err != nil || rv.State != "ended" {
+		t.Fatalf("the end after the restart: %+v, %v", rv, err)
+	}
+	j = api.Job{}
+	// The child instance is gone; its jobs are still known by ID at the root.
+	if err := alice2.Call(ctx, api.OpJob, api.JobRequest{ID: held.ID}, &j); err != nil || j.State != api.JobCancelled || !strings.Contains(j.Reason, "ended") {
+		t.Fatalf("the held job at the DAT's end: %s: %s, %v", j.State, j.Reason, err)
+	}
+}
