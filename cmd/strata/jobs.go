@@ -62,23 +62,9 @@ func runJobs(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	cl, err := dial(c)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	var rep api.JobsReply
-	if err := call(c, cl, api.OpJobs, req, &rep); err != nil {
-		return err
-	}
-	if rep.Jobs == nil {
-		rep.Jobs = []api.Job{}
-	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, rep.Jobs)
-	}
-	printJobs(c.App.Writer, rep.Jobs, time.Now())
-	return nil
+	return show(c, api.OpJobs, req,
+		func(rep *api.JobsReply) any { return nonNil(rep.Jobs) },
+		func(w io.Writer, rep *api.JobsReply) error { printJobs(w, rep.Jobs, time.Now()); return nil })
 }
 
 // printJobs writes the jobs table.

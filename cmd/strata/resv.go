@@ -841,23 +841,9 @@ func runResvPlan(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	cl, err := dial(c)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	var rep api.ResvPlanReply
-	if err := call(c, cl, api.OpResvPlan, req, &rep); err != nil {
-		return err
-	}
-	if rep.Windows == nil {
-		rep.Windows = []api.ResvWindow{}
-	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, rep.Windows)
-	}
-	printPlan(c.App.Writer, rep.Windows)
-	return nil
+	return show(c, api.OpResvPlan, req,
+		func(rep *api.ResvPlanReply) any { return nonNil(rep.Windows) },
+		func(w io.Writer, rep *api.ResvPlanReply) error { printPlan(w, rep.Windows); return nil })
 }
 
 // printPlan writes the candidate windows, one a row: the jobs each would
