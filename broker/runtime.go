@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -857,4 +856,3 @@ func unix(t instance.Time) time.Time {
 	return time.Unix(int64(t), 0).UTC()
 }
 
-var _ = slices.Sort[[]string]

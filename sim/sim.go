@@ -12,7 +12,6 @@ import (
 	"github.com/strata-hpc/strata/instance"
 	"github.com/strata-hpc/strata/internal/swf"
 	"github.com/strata-hpc/strata/resv"
-	"github.com/strata-hpc/strata/timeline"
 )
 
 // Estimate says which walltime a simulated job declares.
@@ -388,4 +387,3 @@ func (c *completions) Pop() any {
 	return x
 }
 
-var _ = timeline.MaxTime
