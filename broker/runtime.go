@@ -855,4 +855,3 @@ func unix(t instance.Time) time.Time {
 	}
 	return time.Unix(int64(t), 0).UTC()
 }
-

@@ -386,4 +386,3 @@ func (c *completions) Pop() any {
 	*c = old[:len(old)-1]
 	return x
 }
-
