@@ -99,13 +99,8 @@ func runBatch(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	cl, err := dial(c)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
 	var job api.Job
-	if err := call(c, cl, api.OpSubmit, req, &job); err != nil {
+	if err := callOnce(c, api.OpSubmit, req, &job); err != nil {
 		return err
 	}
 	fmt.Fprintln(c.App.Writer, job.ID)

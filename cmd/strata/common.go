@@ -324,13 +324,8 @@ func splitShort(flags []cli.Flag, arg string) (string, string, bool) {
 // --json (what json picks out of the reply, so that lists print as arrays),
 // else for people with human. It serves every command that only reads.
 func show[R any](c *cli.Context, op string, req any, json func(*R) any, human func(io.Writer, *R) error) error {
-	cl, err := dial(c)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
 	var rep R
-	if err := call(c, cl, op, req, &rep); err != nil {
+	if err := callOnce(c, op, req, &rep); err != nil {
 		return err
 	}
 	if c.Bool("json") {
@@ -345,4 +340,15 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// callOnce dials the broker, makes one call and hangs up: what every
+// command that needs a single request does.
+func callOnce(c *cli.Context, op string, req, resp any) error {
+	cl, err := dial(c)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	return call(c, cl, op, req, resp)
 }

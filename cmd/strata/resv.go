@@ -599,13 +599,8 @@ func runResvDelete(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	cl, err := dial(c)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
 	var rv api.Resv
-	if err := call(c, cl, api.OpResvDelete, api.ResvRequest{Name: name}, &rv); err != nil {
+	if err := callOnce(c, api.OpResvDelete, api.ResvRequest{Name: name}, &rv); err != nil {
 		return err
 	}
 	if c.Bool("json") {

@@ -175,13 +175,8 @@ func runSubmit(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	cl, err := dial(c)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
 	var job api.Job
-	if err := call(c, cl, api.OpSubmit, req, &job); err != nil {
+	if err := callOnce(c, api.OpSubmit, req, &job); err != nil {
 		return err
 	}
 	fmt.Fprintln(c.App.Writer, job.ID)
