@@ -119,7 +119,6 @@ func atoi(s string) int {
 	return n
 }
 
-func ids(s string) []Dep { return nil }
 
 func (s *scenario) run(line string) (out []string) {
 	defer func() {
