@@ -119,7 +119,6 @@ func atoi(s string) int {
 	return n
 }
 
-
 func (s *scenario) run(line string) (out []string) {
 	defer func() {
 		if r := recover(); r != nil {
