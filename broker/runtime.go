@@ -495,6 +495,11 @@ func (r *Runtime) effect(e instance.Effect) {
 			t.signals = append(t.signals, e.Signal) // sent once it has started
 			return
 		}
+		if d := r.walltimeLag(e); d > 0 {
+			id, sig := e.Job, e.Signal
+			time.AfterFunc(d, func() { r.signal(id, sig) })
+			return
+		}
 		r.signal(e.Job, e.Signal)
 	case instance.StartChild:
 		if _, err := r.serve(e.ChildPath); err != nil {
@@ -503,6 +508,35 @@ func (r *Runtime) effect(e instance.Effect) {
 	case instance.StopChild:
 		r.unserve(e.ChildPath)
 	}
+}
+
+// maxWalltimeLag bounds walltimeLag, so that a slow start cannot keep a
+// job on its nodes far beyond what the core planned.
+const maxWalltimeLag = 2 * time.Second
+
+// walltimeLag is how long to hold back a walltime signal. The core counts
+// whole seconds: a job whose process started at 12.9 s started at 12 s in
+// the core's eyes, whose walltime deadline would then cut it short by up
+// to a second. A job always gets its whole walltime, measured from its
+// process's real start; the signal waits for it (at most maxWalltimeLag).
+func (r *Runtime) walltimeLag(e instance.Effect) time.Duration {
+	m := r.meta[e.Job]
+	if m == nil || m.Exec == nil || m.Exec.StartedAt.IsZero() {
+		return 0
+	}
+	j, ok := r.in.Job(e.Job)
+	if !ok || j.Term.EndState != instance.Timeout {
+		return 0
+	}
+	due := m.Exec.StartedAt.Add(time.Duration(j.Spec.Walltime) * time.Second)
+	if e.Signal == syscall.SIGKILL {
+		grace := time.Duration(secs(r.res.KillGrace)) * time.Second
+		if j.Term.Grace > 0 {
+			grace = time.Duration(j.Term.Grace) * time.Second
+		}
+		due = due.Add(grace)
+	}
+	return min(time.Until(due), maxWalltimeLag)
 }
 
 func (r *Runtime) signal(id instance.JobID, sig syscall.Signal) {
