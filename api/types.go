@@ -312,6 +312,9 @@ type UserAddRequest struct {
 	Name  string `json:"name"`
 	Admin bool   `json:"admin,omitempty"`
 	Force bool   `json:"force,omitempty"`
+	// Executor asks for QPU executor credentials (role executor) instead
+	// of a user's: they may only speak the executor protocol.
+	Executor bool `json:"executor,omitempty"`
 }
 
 // UserAddReply carries the new user's credentials: the text of a NATS .creds
