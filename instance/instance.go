@@ -55,9 +55,10 @@ type Instance struct {
 	freed   bool                // resources freed since the last compression
 	blocked bool                // the last pass left an eligible job waiting
 	parent  *Instance
-	resv    *Resv  // the reservation this instance serves, if any
-	owner   string // the user of a child job's instance, who alone (and admins) may use it
-	ended   bool   // a child whose window or job has ended
+	resv    *Resv       // the reservation this instance serves, if any
+	owner   string      // the user of a child job's instance, who alone (and admins) may use it
+	ended   bool        // a child whose window or job has ended
+	layer   []layerSpan // its maintenance layer (see maint.go)
 	sh      *shared
 }
 
@@ -284,6 +285,9 @@ func (in *Instance) Submit(now Time, who Actor, path string, spec Spec) (JobID, 
 	}
 	if target.ended {
 		return 0, fmt.Errorf("%w: instance %s has ended and takes no more jobs", ErrState, target.path)
+	}
+	if r := target.resv; r != nil && r.Maint {
+		return 0, maintRefusal(r)
 	}
 	if target.owner != "" && !who.Admin && who.User != target.owner {
 		return 0, fmt.Errorf("%w: instance %s belongs to %s's job; only they (and admins) may submit into it", ErrPermission, target.path, target.owner)

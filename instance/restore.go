@@ -27,6 +27,10 @@ func (in *Instance) Restore(now Time, resvs []Resv, jobs []Job) (lost []JobID, e
 			return nil, err
 		}
 	}
+	for _, path := range in.Children() {
+		in.sh.insts[path].rebuildMaint(now, nil)
+	}
+	in.rebuildMaint(now, nil)
 	sort.Slice(jobs, func(a, b int) bool { return jobs[a].ID < jobs[b].ID })
 	for i := range jobs {
 		rec := jobs[i]
@@ -112,8 +116,10 @@ func (in *Instance) restoreResv(r *Resv) error {
 	}
 	req := p.request(&Job{Spec: js})
 	sp := timeline.Span{ID: resvSpanBase + timeline.SpanID(r.Seq), Tag: 1, Start: r.Start, End: r.End, Nodes: req.NodeSet, Slots: req.Slots}
-	if err := p.tl.Add(sp); err != nil {
-		return fmt.Errorf("%w: reservation %s no longer fits on %v: %v", ErrState, r.Name, r.NodeNames, err)
+	if !r.Maint { // a maintenance reservation has no span: its layer is laid once all are back
+		if err := p.tl.Add(sp); err != nil {
+			return fmt.Errorf("%w: reservation %s no longer fits on %v: %v", ErrState, r.Name, r.NodeNames, err)
+		}
 	}
 	in.sh.wakes.ReplaceOrInsert(wake{t: r.Start, kind: wakeResvStart, id: r.Seq, name: r.Name})
 	in.sh.wakes.ReplaceOrInsert(wake{t: r.End, kind: wakeResvEnd, id: r.Seq, name: r.Name})

@@ -96,18 +96,16 @@ func (in *Instance) AddResv(now Time, who Actor, spec resv.Spec) (Resv, error) {
 	// Commit: plans move out of the way, victims are cut short at the start.
 	in.unplanAll()
 	for _, id := range plan.Kill {
-		j := in.sh.jobs[id]
-		if err := in.tl.Truncate(spanOf(id), spec.Start); err != nil {
-			panic(fmt.Sprintf("instance: cannot cut job %d short for reservation %s: %v", id, spec.Name, err))
-		}
-		j.Term.KillResv, j.Term.KillAt = spec.Name, spec.Start
+		in.cutFor(in.sh.jobs[id], spec.Name, spec.Start)
 	}
 	in.sh.lastResv++
 	r := &Resv{Spec: spec, Path: in.path + "." + spec.Name, Parent: in.path, State: resv.Pending, Created: now, Seq: in.sh.lastResv}
 	r.NodeNames = in.names(plan.Nodes)
-	sp := timeline.Span{ID: resvSpanBase + timeline.SpanID(r.Seq), Tag: 1, Start: spec.Start, End: spec.End, Nodes: plan.Nodes, Slots: req.Slots}
-	if err := in.tl.Add(sp); err != nil {
-		panic(fmt.Sprintf("instance: reservation %s does not fit where it was planned: %v", spec.Name, err))
+	if !spec.Maint {
+		sp := timeline.Span{ID: resvSpanBase + timeline.SpanID(r.Seq), Tag: 1, Start: spec.Start, End: spec.End, Nodes: plan.Nodes, Slots: req.Slots}
+		if err := in.tl.Add(sp); err != nil {
+			panic(fmt.Sprintf("instance: reservation %s does not fit where it was planned: %v", spec.Name, err))
+		}
 	}
 	var pools []timeline.Pool
 	for _, name := range sortedKeys(spec.Slots) {
@@ -125,6 +123,7 @@ func (in *Instance) AddResv(now Time, who Actor, spec resv.Spec) (Resv, error) {
 	child.resv = r
 	r.child = child
 	in.sh.resvs[spec.Name] = r
+	in.rebuildMaint(now, nil)
 	in.sh.wakes.ReplaceOrInsert(wake{t: spec.Start, kind: wakeResvStart, id: r.Seq, name: r.Name})
 	in.sh.wakes.ReplaceOrInsert(wake{t: spec.End, kind: wakeResvEnd, id: r.Seq, name: r.Name})
 	in.sh.changedResv(r.Name)
@@ -143,21 +142,20 @@ type ResvPlan struct {
 // in drain mode nodes free of running work and other reservations
 // throughout the window (pending jobs' plans do not count: they move); in
 // kill mode, where no such nodes exist, nodes whose running jobs would be
-// killed, choosing the fewest jobs. The error of a refused drain names the
-// earliest window that would work.
-func (in *Instance) PlanResv(spec resv.Spec) (ResvPlan, error) {
+// killed, choosing the fewest jobs. A maintenance reservation may overlap
+// other reservations, but not the jobs running inside them. The error of a
+// refused drain names the earliest window that would work.
+func (in *Instance) PlanResv(spec resv.Spec) (ResvPlan, error) { return in.planResv(spec, "") }
+
+// planResv is PlanResv for a new reservation (self "") or for a change of
+// reservation self, whose own span the caller has taken off the timeline.
+func (in *Instance) planResv(spec resv.Spec, self string) (ResvPlan, error) {
 	js := Spec{Nodes: spec.Nodes, NodeList: spec.NodeList, Slots: spec.Slots, Walltime: 1}
 	if err := in.checkResources(&js); err != nil {
 		return ResvPlan{}, err
 	}
 	req := in.request(&Job{Spec: js})
-	base := in.tl.Clone()
-	in.queue.Ascend(func(j *Job) bool {
-		if j.planned {
-			base.Remove(spanOf(j.ID))
-		}
-		return true
-	})
+	base, running := in.planBase(spec, self)
 	dur := Duration(spec.End - spec.Start)
 	if nodes, ok := base.Fits(req, spec.Start, dur); ok {
 		return ResvPlan{Nodes: nodes}, nil
@@ -166,10 +164,10 @@ func (in *Instance) PlanResv(spec resv.Spec) (ResvPlan, error) {
 		// Without the running jobs that are in the way (their spans cut
 		// at the start), find nodes; then keep only the victims there.
 		cut := base.Clone()
-		var cands []*Job
+		var cands []cand
 		base.Overlapping(timeline.NodeSet{}, spec.Start, spec.End, func(s timeline.Span) bool {
-			if j := in.run[JobID(s.ID)]; j != nil && s.ID < resvSpanBase {
-				cands = append(cands, j)
+			if c, ok := running[s.ID]; ok && s.ID < resvSpanBase {
+				cands = append(cands, c)
 			}
 			return true
 		})
@@ -178,17 +176,17 @@ func (in *Instance) PlanResv(spec resv.Spec) (ResvPlan, error) {
 		if !kreq.NodeSet.IsEmpty() {
 			scope = kreq.NodeSet
 		}
-		for _, j := range cands {
-			if scope.IsEmpty() || j.nodeSet.Overlaps(scope) {
-				cut.Truncate(spanOf(j.ID), spec.Start)
+		for _, c := range cands {
+			if scope.IsEmpty() || c.nodes.Overlaps(scope) {
+				cut.Truncate(spanOf(c.j.ID), spec.Start)
 			}
 		}
 		nodes, ok := cut.Fits(kreq, spec.Start, dur)
 		if ok {
 			var kill []JobID
-			for _, j := range cands {
-				if j.nodeSet.Overlaps(nodes) {
-					kill = append(kill, j.ID)
+			for _, c := range cands {
+				if c.nodes.Overlaps(nodes) {
+					kill = append(kill, c.j.ID)
 				}
 			}
 			sort.Slice(kill, func(a, b int) bool { return kill[a] < kill[b] })
@@ -203,6 +201,9 @@ func (in *Instance) PlanResv(spec resv.Spec) (ResvPlan, error) {
 		return ResvPlan{}, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	how := "other reservations or running jobs hold them"
+	if spec.Maint {
+		how = "running jobs hold them (in this instance or in the reservations on them)"
+	}
 	if spec.Overlap == resv.Drain {
 		how += " (use --overlap kill to take the window anyway)"
 	}
@@ -212,7 +213,7 @@ func (in *Instance) PlanResv(spec resv.Spec) (ResvPlan, error) {
 // killFirst restricts a kill-mode node request to the free nodes plus the
 // nodes of the fewest victims, losing the least work: one victim when one
 // is enough (the cheapest), else the biggest jobs first.
-func (in *Instance) killFirst(req timeline.Request, cands []*Job, base *timeline.Timeline, spec resv.Spec) timeline.Request {
+func (in *Instance) killFirst(req timeline.Request, cands []cand, base *timeline.Timeline, spec resv.Spec) timeline.Request {
 	if req.Nodes == 0 || !req.NodeSet.IsEmpty() {
 		return req
 	}
@@ -222,38 +223,38 @@ func (in *Instance) killFirst(req timeline.Request, cands []*Job, base *timeline
 	}
 	// One victim, if one is enough: the one whose loss is smallest (work
 	// thrown away, then nodes, then ID).
-	lost := func(j *Job) int64 { return int64(j.nodeSet.Len()) * int64(spec.Start-j.Start) }
-	var best *Job
+	lost := func(c cand) int64 { return int64(c.nodes.Len()) * int64(spec.Start-c.j.Start) }
+	var best *cand
 	nfree := free.Len()
-	for _, j := range cands {
+	for i, c := range cands {
 		// A running job's nodes are not free, so the union's size is a sum.
-		if nfree+j.nodeSet.Len() < req.Nodes {
+		if nfree+c.nodes.Len() < req.Nodes {
 			continue
 		}
-		if best == nil || lost(j) < lost(best) || (lost(j) == lost(best) && (j.nodeSet.Len() < best.nodeSet.Len() ||
-			(j.nodeSet.Len() == best.nodeSet.Len() && j.ID < best.ID))) {
-			best = j
+		if best == nil || lost(c) < lost(*best) || (lost(c) == lost(*best) && (c.nodes.Len() < best.nodes.Len() ||
+			(c.nodes.Len() == best.nodes.Len() && c.j.ID < best.j.ID))) {
+			best = &cands[i]
 		}
 	}
 	if best != nil {
-		req.Within = free.Union(best.nodeSet)
+		req.Within = free.Union(best.nodes)
 		return req
 	}
 	// Otherwise add victims' nodes one job at a time, biggest first, so
 	// that the fewest jobs die.
 	sort.Slice(cands, func(a, b int) bool {
-		na, nb := cands[a].nodeSet.Len(), cands[b].nodeSet.Len()
+		na, nb := cands[a].nodes.Len(), cands[b].nodes.Len()
 		if na != nb {
 			return na > nb
 		}
-		return cands[a].ID < cands[b].ID
+		return cands[a].j.ID < cands[b].j.ID
 	})
 	within := free
-	for _, j := range cands {
+	for _, c := range cands {
 		if within.Len() >= req.Nodes {
 			break
 		}
-		within = within.Union(j.nodeSet)
+		within = within.Union(c.nodes)
 	}
 	req.Within = within
 	return req
@@ -274,15 +275,17 @@ func (in *Instance) startResv(now Time, r *Resv) {
 	}
 	p := in.sh.insts[r.Parent]
 	r.State = resv.Active
-	for _, j := range p.runningByID() {
-		if j.Term.KillResv != r.Name {
-			continue
-		}
-		on := hostlist.Format(p.names(j.nodeSet.Intersect(p.resvNodes(r))))
-		j.Term.EndState, j.Term.EndReason = Killed, fmt.Sprintf("killed: reservation %s started on %s", r.Name, on)
+	what := "reservation " + r.Name
+	if r.Maint {
+		what = "maintenance reservation " + r.Name
+	}
+	for _, j := range in.markedFor(r) {
+		o := j.inst
+		on := hostlist.Format(o.names(j.nodeSet.Intersect(o.nodeSetOf(r.NodeNames))))
+		j.Term.EndState, j.Term.EndReason = Killed, fmt.Sprintf("killed: %s started on %s", what, on)
 		j.Term.Grace = r.Grace
 		r.Killed = append(r.Killed, j.ID)
-		p.terminate(now, j)
+		o.terminate(now, j)
 		in.sh.changed(j)
 	}
 	in.sh.emit(Effect{Kind: StartChild, Path: p.path, ChildPath: r.Path, Nodes: r.NodeNames, Reason: "reservation " + r.Name + " started"})
@@ -340,13 +343,23 @@ func (in *Instance) closeResv(now Time, r *Resv, why string) {
 	p := in.sh.insts[r.Parent]
 	in.sh.wakes.Delete(wake{t: r.Start, kind: wakeResvStart, id: r.Seq, name: r.Name})
 	in.sh.wakes.Delete(wake{t: r.End, kind: wakeResvEnd, id: r.Seq, name: r.Name})
-	p.tl.Remove(resvSpanBase + timeline.SpanID(r.Seq))
+	if !r.Maint {
+		p.tl.Remove(resvSpanBase + timeline.SpanID(r.Seq))
+	}
+	p.rebuildMaint(now, nil)
 	// Jobs that were to be killed at a start that will not come are spared.
-	for _, j := range p.runningByID() {
-		if j.Term.KillResv == r.Name && !j.Term.TermSent {
-			j.Term.KillResv, j.Term.KillAt = "", 0
-			p.tl.Extend(spanOf(j.ID), j.Start+Time(p.hold(j)))
+	var spared []*Job
+	for _, j := range in.markedFor(r) {
+		if !j.Term.TermSent {
+			spared = append(spared, j)
 		}
+	}
+	for _, j := range spared {
+		j.inst.unplanAll()
+		j.inst.dirty()
+	}
+	for _, j := range spared {
+		in.spare(j)
 	}
 	wasActive := !r.child.ended && now >= r.Start
 	r.child.end(now, why)

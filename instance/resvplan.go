@@ -61,7 +61,7 @@ func (in *Instance) PlanWindows(spec resv.Spec, after Time, count int) ([]Window
 			j := in.sh.jobs[id]
 			w.NodeHoursLost += float64(len(j.Nodes)) * float64(t-j.Start) / 3600
 		}
-		w.Delayed = in.delays(s, plan)
+		w.Delayed = in.delays(s, plan, after)
 		out = append(out, w)
 	}
 	return out, nil
@@ -73,20 +73,14 @@ func (in *Instance) PlanWindows(spec resv.Spec, after Time, count int) ([]Window
 // itself, that drain window (which kills nothing), and running jobs' end
 // times spread evenly between them, so that staff see what waiting buys.
 func (in *Instance) planCandidates(spec resv.Spec, after Time, count int) []Time {
-	base := in.tl.Clone()
-	in.queue.Ascend(func(j *Job) bool {
-		if j.planned {
-			base.Remove(spanOf(j.ID))
-		}
-		return true
-	})
+	base, running := in.planBase(spec, "")
 	js := Spec{Nodes: spec.Nodes, NodeList: spec.NodeList, Slots: spec.Slots, Walltime: 1}
 	in.checkResources(&js)
 	drain, _, err := base.EarliestFit(in.request(&Job{Spec: js}), after, Duration(spec.End-spec.Start))
 	var ends []Time
 	seen := map[Time]bool{}
-	in.tl.Overlapping(timeline.NodeSet{}, after, timeline.MaxTime, func(s timeline.Span) bool {
-		if j := in.run[JobID(s.ID)]; (j != nil || s.ID >= resvSpanBase) && s.End > after && !seen[s.End] {
+	base.Overlapping(timeline.NodeSet{}, after, timeline.MaxTime, func(s timeline.Span) bool {
+		if _, run := running[s.ID]; (run || s.ID >= resvSpanBase) && s.End > after && !seen[s.End] {
 			seen[s.End] = true
 			ends = append(ends, s.End)
 		}
@@ -129,7 +123,7 @@ func (in *Instance) planCandidates(spec resv.Spec, after Time, count int) []Time
 
 // delays re-plans the planned jobs around a reservation on a copy of the
 // timeline and returns those that would start later.
-func (in *Instance) delays(spec resv.Spec, plan ResvPlan) []Delay {
+func (in *Instance) delays(spec resv.Spec, plan ResvPlan, now Time) []Delay {
 	tl := in.tl.Clone()
 	var planned []*Job
 	in.queue.Ascend(func(j *Job) bool {
@@ -145,9 +139,27 @@ func (in *Instance) delays(spec resv.Spec, plan ResvPlan) []Delay {
 	for _, id := range plan.Kill {
 		tl.Truncate(spanOf(id), spec.Start)
 	}
-	req := in.request(&Job{Spec: Spec{Slots: spec.Slots}})
-	if err := tl.Add(timeline.Span{ID: resvSpanBase - 1, Start: spec.Start, End: spec.End, Nodes: plan.Nodes, Slots: req.Slots}); err != nil {
-		return nil
+	if spec.Maint {
+		// The maintenance layer laid again with the new window.
+		for _, ls := range in.layer {
+			if ls.inst == in {
+				tl.Remove(ls.id)
+			}
+		}
+		maints, regs := in.ownResvs(nil)
+		m := &Resv{Spec: spec, NodeNames: in.names(plan.Nodes)}
+		pieces, _ := in.maintLayer(now, append(maints, m), regs)
+		for i, sp := range pieces {
+			sp.ID = maintSpanBase - 1 - timeline.SpanID(i)
+			if err := tl.Add(sp); err != nil {
+				return nil
+			}
+		}
+	} else {
+		req := in.request(&Job{Spec: Spec{Slots: spec.Slots}})
+		if err := tl.Add(timeline.Span{ID: resvSpanBase - 1, Start: spec.Start, End: spec.End, Nodes: plan.Nodes, Slots: req.Slots}); err != nil {
+			return nil
+		}
 	}
 	var out []Delay
 	for _, j := range planned {

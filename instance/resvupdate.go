@@ -81,11 +81,18 @@ func (in *Instance) UpdateResv(now Time, who Actor, name string, u ResvUpdate, d
 	span := resvSpanBase + timeline.SpanID(r.Seq)
 	plan := ResvPlan{Nodes: p.resvNodes(r)}
 	if moved {
-		// Plan on the parent's timeline without the old reservation.
-		old, _ := p.tl.Span(span)
-		p.tl.Remove(span)
-		pl, err := p.PlanResv(spec)
-		p.tl.Add(old)
+		// Plan on the parent's timeline without the old reservation (a
+		// maintenance reservation has no span: its planning looks past
+		// every reservation).
+		var pl ResvPlan
+		var err error
+		if old, ok := p.tl.Span(span); ok && !r.Maint {
+			p.tl.Remove(span)
+			pl, err = p.planResv(spec, name)
+			p.tl.Add(old)
+		} else {
+			pl, err = p.planResv(spec, name)
+		}
 		if err != nil {
 			return Resv{}, ResvPlan{}, err
 		}
@@ -103,25 +110,32 @@ func (in *Instance) UpdateResv(now Time, who Actor, name string, u ResvUpdate, d
 
 	// Commit.
 	if moved {
+		// Off the timeline go the plans and the old window; the jobs that
+		// were to die for it get their walltime back (or die for whatever
+		// else stands in their way); then the new window's victims are
+		// cut short and it goes back on.
+		victims := in.markedFor(r)
 		p.unplanAll()
-		for _, j := range p.runningByID() {
-			if j.Term.KillResv == name && !j.Term.TermSent {
-				j.Term.KillResv, j.Term.KillAt = "", 0
-				p.tl.Extend(spanOf(j.ID), j.Start+Time(p.hold(j)))
+		if !r.Maint {
+			p.tl.Remove(span)
+		}
+		p.rebuildMaint(now, r) // maintenance takes back what it shared with the old window
+		for _, j := range victims {
+			if !j.Term.TermSent {
+				j.inst.unplanAll()
+				j.inst.dirty()
+				in.spare(j)
 			}
 		}
-		p.tl.Remove(span)
 		for _, id := range plan.Kill {
-			j := in.sh.jobs[id]
-			if err := p.tl.Truncate(spanOf(id), spec.Start); err != nil {
-				panic(fmt.Sprintf("instance: cannot cut job %d short for reservation %s: %v", id, name, err))
-			}
-			j.Term.KillResv, j.Term.KillAt = name, spec.Start
-			in.sh.changed(j)
+			in.cutFor(in.sh.jobs[id], name, spec.Start)
 		}
-		req := p.request(&Job{Spec: Spec{Slots: spec.Slots}})
-		if err := p.tl.Add(timeline.Span{ID: span, Tag: 1, Start: spec.Start, End: spec.End, Nodes: plan.Nodes, Slots: req.Slots}); err != nil {
-			panic(fmt.Sprintf("instance: reservation %s does not fit where it was planned: %v", name, err))
+		p.clearMaint() // laid again below, with the new window
+		if !r.Maint {
+			req := p.request(&Job{Spec: Spec{Slots: spec.Slots}})
+			if err := p.tl.Add(timeline.Span{ID: span, Tag: 1, Start: spec.Start, End: spec.End, Nodes: plan.Nodes, Slots: req.Slots}); err != nil {
+				panic(fmt.Sprintf("instance: reservation %s does not fit where it was planned: %v", name, err))
+			}
 		}
 		in.sh.wakes.Delete(wake{t: r.Start, kind: wakeResvStart, id: r.Seq, name: name})
 		in.sh.wakes.Delete(wake{t: r.End, kind: wakeResvEnd, id: r.Seq, name: name})
@@ -138,6 +152,9 @@ func (in *Instance) UpdateResv(now Time, who Actor, name string, u ResvUpdate, d
 	r.Spec.NodeList = nil
 	if r.Nodes == 0 {
 		r.Nodes = len(r.NodeNames)
+	}
+	if moved {
+		p.rebuildMaint(now, nil)
 	}
 	in.sh.changedResv(name)
 	in.settle(now)

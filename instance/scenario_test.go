@@ -30,6 +30,11 @@ var update = flag.Bool("update", false, "rewrite the golden scenario files in te
 //	at T cancel USER ID | at T hold USER ID | at T release USER ID | at T move USER ID RESV
 //	at T tick
 //	at T resv NAME start=T end=T (n=N|nodes=HOSTLIST) [users=a,b] [overlap=kill] [requeue] [grace=S]
+//	at T resv ... maint                 (a maintenance reservation)
+//	at T resvupdate NAME [start=T] [end=T] [nodes=HOSTLIST] [adduser=..] [removeuser=..] [dry]
+//	at T plan dur=S (n=N|nodes=HOSTLIST) [overlap=kill] [maint] [count=N]
+//	at T usage [PATH]                   (nodes by what holds them at T)
+//	at T marked NAME                    (running jobs marked to die at its start)
 //	at T rmresv NAME
 //	show ID | jobs [PATH] | resvs
 //
@@ -102,7 +107,7 @@ func kv(args []string) (map[string]string, []string) {
 	for _, a := range args {
 		if k, v, ok := strings.Cut(a, "="); ok {
 			m[k] = v
-		} else if a == "hold" || a == "requeue" || a == "child" || a == "lost" {
+		} else if a == "hold" || a == "requeue" || a == "child" || a == "lost" || a == "maint" || a == "dry" {
 			m[a] = "true"
 		} else {
 			pos = append(pos, a)
@@ -277,7 +282,7 @@ func (s *scenario) at(now Time, cmd string, args []string) []string {
 		}
 		return errOut(in.Update(now, actor(pos[0]), JobID(atoi(pos[1])), Update{Resv: &r}))
 	case "resv":
-		spec := resv.Spec{Name: pos[0], Start: Time(atoi(m["start"])), End: Time(atoi(m["end"])), RequeueKilled: m["requeue"] == "true"}
+		spec := resv.Spec{Name: pos[0], Start: Time(atoi(m["start"])), End: Time(atoi(m["end"])), RequeueKilled: m["requeue"] == "true", Maint: m["maint"] == "true"}
 		if v := m["n"]; v != "" {
 			spec.Nodes = atoi(v)
 		}
@@ -339,9 +344,16 @@ func (s *scenario) at(now Time, cmd string, args []string) []string {
 		}
 		return []string{fmt.Sprintf("resv %s [%d,%d) on %s users=%s kill=%v", r.Name, r.Start, r.End, hostlist.Format(r.NodeNames), strings.Join(r.Users, ","), plan.Kill)}
 	case "plan":
-		spec := resv.Spec{Name: "plan", Start: now, End: now + Time(atoi(m["dur"]))}
+		spec := resv.Spec{Name: "plan", Start: now, End: now + Time(atoi(m["dur"])), Maint: m["maint"] == "true"}
 		if v := m["n"]; v != "" {
 			spec.Nodes = atoi(v)
+		}
+		if v := m["nodes"]; v != "" {
+			names, err := hostlist.Parse(v)
+			if err != nil {
+				return errOut(err)
+			}
+			spec.NodeList = names
 		}
 		if m["overlap"] == "kill" {
 			spec.Overlap = resv.Kill
@@ -362,6 +374,41 @@ func (s *scenario) at(now Time, cmd string, args []string) []string {
 			out = []string{"no window"}
 		}
 		return out
+	case "usage":
+		path := "root"
+		if len(pos) > 0 {
+			path = pos[0]
+		}
+		c, ok := in.Child(path)
+		if !ok {
+			return []string{"no instance " + path}
+		}
+		nodes, _ := c.Usage(now)
+		var out []string
+		var names []string
+		key := func(u NodeUse) string {
+			switch {
+			case u.Maint && u.Job != 0:
+				return fmt.Sprintf("maint %s (job %d still on it)", u.Resv, u.Job)
+			case u.Maint:
+				return "maint " + u.Resv
+			case u.Job != 0:
+				return fmt.Sprintf("job %d", u.Job)
+			case u.Resv != "":
+				return "reserved " + u.Resv
+			}
+			return "free"
+		}
+		for i, u := range nodes {
+			names = append(names, u.Name)
+			if i+1 == len(nodes) || key(nodes[i+1]) != key(u) {
+				out = append(out, hostlist.Format(names)+": "+key(u))
+				names = nil
+			}
+		}
+		return out
+	case "marked":
+		return []string{fmt.Sprintf("marked for %s: %v", pos[0], in.MarkedFor(pos[0]))}
 	case "rmresv":
 		who := "admin"
 		if v := m["as"]; v != "" {

@@ -42,6 +42,9 @@ func (in *Instance) Update(now Time, who Actor, id JobID, u Update) error {
 			if r.child.ended {
 				return fmt.Errorf("%w: reservation %s has ended", ErrState, r.Name)
 			}
+			if r.Maint {
+				return maintRefusal(r)
+			}
 			if !who.Admin && !r.HasUser(j.Spec.User) {
 				return fmt.Errorf("%w: user %s is not on the access list of reservation %s", ErrPermission, j.Spec.User, r.Name)
 			}

@@ -1,12 +1,21 @@
 package instance
 
-import "github.com/strata-hpc/strata/timeline"
+import (
+	"slices"
+	"sort"
+
+	"github.com/strata-hpc/strata/resv"
+	"github.com/strata-hpc/strata/timeline"
+)
 
 // NodeUse is what holds one node at an instant.
 type NodeUse struct {
 	Name string
 	Job  JobID  // the running job on it, 0 if none
 	Resv string // the reservation holding it, "" if none
+	// Maint says that an active maintenance reservation (Resv) holds it.
+	// A job still on it is one being killed for the maintenance.
+	Maint bool
 }
 
 // PoolUse is one QPU backend's slots at an instant.
@@ -16,8 +25,9 @@ type PoolUse struct {
 }
 
 // Usage returns, at instant now, every node of this instance in index order
-// with the running job or reservation holding it, and the slots in use per
-// QPU backend.
+// with the running job or reservation holding it (an active maintenance
+// reservation shows on its nodes in every instance that has them), and the
+// slots in use per QPU backend.
 func (in *Instance) Usage(now Time) ([]NodeUse, []PoolUse) {
 	nodes := make([]NodeUse, in.tl.NodeCount())
 	for i := range nodes {
@@ -32,6 +42,9 @@ func (in *Instance) Usage(now Time) ([]NodeUse, []PoolUse) {
 		sp, _ := in.tl.Span(id)
 		var job JobID
 		var resvName string
+		if id >= maintSpanBase {
+			continue // the active maintenance reservations are laid over all below
+		}
 		if id >= resvSpanBase {
 			r := bySeq[int64(id-resvSpanBase)]
 			if r == nil {
@@ -50,6 +63,21 @@ func (in *Instance) Usage(now Time) ([]NodeUse, []PoolUse) {
 				} else {
 					nodes[i].Resv = resvName
 				}
+			}
+			return true
+		})
+	}
+	var maints []*Resv
+	for _, r := range in.sh.resvs {
+		if r.Maint && r.State == resv.Active {
+			maints = append(maints, r)
+		}
+	}
+	sort.Slice(maints, func(a, b int) bool { return maints[a].Seq < maints[b].Seq })
+	for _, r := range slices.Backward(maints) { // the first made shows, where two overlap
+		in.nodeSetOf(r.NodeNames).Runs(func(lo, hi int) bool {
+			for i := lo; i < hi; i++ {
+				nodes[i].Resv, nodes[i].Maint = r.Name, true
 			}
 			return true
 		})

@@ -67,7 +67,13 @@ type Spec struct {
 	Overlap       Overlap
 	Grace         timeline.Duration // SIGTERM to SIGKILL for killed jobs
 	RequeueKilled bool              // requeue every job killed at the start
-	Maint         bool              // maintenance: no user jobs
+	// Maint makes a maintenance reservation: it admits no jobs, its
+	// nodes show as in maintenance while it is active, and it may overlap
+	// other reservations (jobs still never share its nodes: the running
+	// ones in its way are drained or killed as Overlap says, those of an
+	// overlapped reservation's instance included). It takes nodes only,
+	// and has no access list.
+	Maint bool
 }
 
 var nameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
@@ -101,6 +107,12 @@ func (s *Spec) Validate(now timeline.Time) error {
 		return fmt.Errorf("%w: give either --nodes or --nodelist, not both", ErrInvalid)
 	case s.Grace < 0:
 		return fmt.Errorf("%w: grace period %ds is negative", ErrInvalid, s.Grace)
+	case s.Maint && s.Nodes == 0 && len(s.NodeList) == 0:
+		return fmt.Errorf("%w: maintenance reservation %s takes nodes: give --nodes N or --nodelist HOSTLIST", ErrInvalid, s.Name)
+	case s.Maint && len(s.Slots) > 0:
+		return fmt.Errorf("%w: maintenance reservation %s takes nodes only, not QPU slots: drop --qpu", ErrInvalid, s.Name)
+	case s.Maint && len(s.Users) > 0:
+		return fmt.Errorf("%w: maintenance reservation %s admits no jobs, so it has no access list: drop --users", ErrInvalid, s.Name)
 	}
 	for name, n := range s.Slots {
 		if n <= 0 {

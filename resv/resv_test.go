@@ -28,6 +28,9 @@ func TestValidate(t *testing.T) {
 		{"zero slots", func(s *Spec) { s.Slots = map[string]int{"qpu0": 0} }, "at least 1"},
 		{"bad user", func(s *Spec) { s.Users = []string{"Alice"} }, "user name"},
 		{"duplicate user", func(s *Spec) { s.Users = []string{"bob", "bob"} }, "twice"},
+		{"maint without nodes", func(s *Spec) { s.Maint, s.Users, s.Nodes, s.Slots = true, nil, 0, map[string]int{"qpu0": 1} }, "takes nodes"},
+		{"maint with slots", func(s *Spec) { s.Maint, s.Users, s.Slots = true, nil, map[string]int{"qpu0": 1} }, "drop --qpu"},
+		{"maint with users", func(s *Spec) { s.Maint = true }, "drop --users"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := ok
@@ -112,4 +115,15 @@ func FuzzParseSim(f *testing.F) {
 		}
 		r.Occurrences() // must not panic or run away
 	})
+}
+
+func TestValidateMaintValid(t *testing.T) {
+	for _, s := range []Spec{
+		{Name: "fix", Start: 200, End: 300, Nodes: 4, Maint: true},
+		{Name: "fix", Start: 200, End: 300, NodeList: []string{"n1"}, Maint: true, Overlap: Kill},
+	} {
+		if err := s.Validate(100); err != nil {
+			t.Errorf("maintenance %+v refused: %v", s, err)
+		}
+	}
 }
