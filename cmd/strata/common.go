@@ -34,6 +34,7 @@ func userCommands() []*cli.Command {
 		userCommand(),
 		whoamiCommand(),
 		resvCommand(), batchCommand(), allocCommand(),
+		qpuCommand(),
 	}
 	for _, c := range cmds {
 		prepare(c)

@@ -22,14 +22,18 @@ func userCommand() *cli.Command {
 			{
 				Name:      "add",
 				Usage:     "create a user and write their credentials file",
-				UsageText: "strata user add NAME [--admin] [-o FILE] [--force]",
+				UsageText: "strata user add NAME [--admin | --executor] [-o FILE] [--force]",
 				Description: "Asks the root instance for credentials for NAME and writes them to FILE\n" +
 					"(default NAME.creds in the current directory; '-' for stdout) with mode 0600.\n" +
 					"An existing file is never overwritten, nor an existing user given new\n" +
 					"credentials, without --force (their old credentials stay valid). The user\n" +
-					"saves the file as ~/.config/strata/LOGIN.creds or points STRATA_CREDS at it.",
+					"saves the file as ~/.config/strata/LOGIN.creds or points STRATA_CREDS at it.\n\n" +
+					"--executor issues credentials for a QPU executor named NAME instead: they may\n" +
+					"only speak the executor protocol ('strata qpu executor --creds FILE'), not\n" +
+					"submit or look at jobs.",
 				Flags: []cli.Flag{
 					&cli.BoolFlag{Name: "admin", Usage: "make the user an administrator"},
+					&cli.BoolFlag{Name: "executor", Usage: "credentials for a QPU executor ('strata qpu executor'), which may only speak the executor protocol"},
 					&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "the credentials file (default NAME.creds; '-' for stdout)"},
 					&cli.BoolFlag{Name: "force", Usage: "overwrite the file, and issue new credentials to an existing user"},
 				},
@@ -120,6 +124,9 @@ func runUserAdd(c *cli.Context) error {
 	if out == "" {
 		out = name + ".creds"
 	}
+	if c.Bool("executor") && c.Bool("admin") {
+		return usageErr(fmt.Errorf("--admin and --executor exclude each other: executor credentials may only speak the executor protocol; give one"))
+	}
 	cl, err := dial(c)
 	if err != nil {
 		return err
@@ -132,7 +139,7 @@ func runUserAdd(c *cli.Context) error {
 		}
 	}
 	var rep api.UserAddReply
-	if err := call(c, cl, api.OpUserAdd, api.UserAddRequest{Name: name, Admin: c.Bool("admin"), Force: c.Bool("force")}, &rep); err != nil {
+	if err := call(c, cl, api.OpUserAdd, api.UserAddRequest{Name: name, Admin: c.Bool("admin"), Force: c.Bool("force"), Executor: c.Bool("executor")}, &rep); err != nil {
 		if file != nil {
 			file.abort()
 		}
@@ -146,7 +153,10 @@ func runUserAdd(c *cli.Context) error {
 		return err
 	}
 	role := "user"
-	if rep.Admin {
+	switch {
+	case c.Bool("executor"):
+		role = "QPU executor"
+	case rep.Admin:
 		role = "admin"
 	}
 	fmt.Fprintf(c.App.Writer, "wrote %s: credentials for %s %s (mode 0600)\n", out, role, rep.Name)
