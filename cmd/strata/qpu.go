@@ -410,6 +410,7 @@ type qpuSubmitFlags struct {
 	Name       string
 	Args       []string
 	JobID      string // $STRATA_JOBID
+	Path       string // the path of the instance the request goes to
 	Key        string // the idempotency key
 }
 
@@ -417,6 +418,11 @@ type qpuSubmitFlags struct {
 // payload from the file named, or from stdin for "-". Everything but the
 // payload is checked before it is read. Errors are usage errors that name
 // what to fix.
+//
+// $STRATA_JOBID names the session (Job) when the request goes to the
+// instance the job runs in (a job started with --qpu); inside the job's own
+// child instance (batch, alloc: STRATA_URI ends in .jID) that instance is
+// the session, and Job stays 0.
 func (f qpuSubmitFlags) request(stdin io.Reader) (api.QPUSubmitRequest, error) {
 	r := api.QPUSubmitRequest{Backend: f.Backend, Name: f.Name, Key: f.Key}
 	if !f.BackendSet {
@@ -439,7 +445,9 @@ func (f qpuSubmitFlags) request(stdin io.Reader) (api.QPUSubmitRequest, error) {
 		if err != nil {
 			return r, usageErr(fmt.Errorf("$STRATA_JOBID: %v; it names the job holding the QPU slots: run inside a Strata job, or unset it", err))
 		}
-		r.Job = id
+		if !strings.HasSuffix(f.Path, ".j"+id.String()) {
+			r.Job = id
+		}
 	}
 	if len(f.Args) != 1 {
 		return r, usageErr(fmt.Errorf("'strata qpu submit' takes one payload file (or '-' for stdin), got %d arguments", len(f.Args)))
@@ -494,11 +502,15 @@ func newQPUKey() string {
 }
 
 func runQPUSubmit(c *cli.Context) error {
+	u, err := instanceURI(c)
+	if err != nil {
+		return err
+	}
 	f := qpuSubmitFlags{
 		Backend: c.String("backend"), BackendSet: c.IsSet("backend"),
 		Shots: c.Int("shots"), ShotsSet: c.IsSet("shots"),
 		Name: c.String("name"), Args: c.Args().Slice(),
-		JobID: os.Getenv("STRATA_JOBID"), Key: newQPUKey(),
+		JobID: os.Getenv("STRATA_JOBID"), Path: u.Path, Key: newQPUKey(),
 	}
 	req, err := f.request(c.App.Reader)
 	if err != nil {

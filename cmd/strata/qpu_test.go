@@ -25,13 +25,20 @@ const testQPUKey = "0123456789abcdef"
 // and stdin as its input, and returns the request it would send.
 func parseQPUSubmit(t *testing.T, jobID, stdin string, args ...string) (api.QPUSubmitRequest, error) {
 	t.Helper()
+	return parseQPUSubmitAt(t, "root", jobID, stdin, args...)
+}
+
+// parseQPUSubmitAt is parseQPUSubmit with the request going to instance
+// path.
+func parseQPUSubmitAt(t *testing.T, path, jobID, stdin string, args ...string) (api.QPUSubmitRequest, error) {
+	t.Helper()
 	var req api.QPUSubmitRequest
 	err := parseCommand(t, qpuCommand(), "submit", func(c *cli.Context) error {
 		f := qpuSubmitFlags{
 			Backend: c.String("backend"), BackendSet: c.IsSet("backend"),
 			Shots: c.Int("shots"), ShotsSet: c.IsSet("shots"),
 			Name: c.String("name"), Args: c.Args().Slice(),
-			JobID: jobID, Key: testQPUKey,
+			JobID: jobID, Path: path, Key: testQPUKey,
 		}
 		var err error
 		req, err = f.request(strings.NewReader(stdin))
@@ -54,24 +61,33 @@ func TestQPUSubmitRequest(t *testing.T) {
 		return r
 	}
 	for _, tc := range []struct {
-		jobID, stdin string
-		args         []string
-		want         api.QPUSubmitRequest
+		path, jobID, stdin string
+		args               []string
+		want               api.QPUSubmitRequest
 	}{
-		{"", "", []string{"--backend", "qpu0", bell}, base(nil)},
-		{"", "", []string{bell, "--backend", "qpu0"}, base(nil)},
-		{"", "", []string{"-b", "qpu0", bell}, base(nil)},
-		{"", "", []string{"--backend=qpu0", "--shots", "4000", "--name", "bell pair", bell},
+		{"", "", "", []string{"--backend", "qpu0", bell}, base(nil)},
+		{"", "", "", []string{bell, "--backend", "qpu0"}, base(nil)},
+		{"", "", "", []string{"-b", "qpu0", bell}, base(nil)},
+		{"", "", "", []string{"--backend=qpu0", "--shots", "4000", "--name", "bell pair", bell},
 			base(func(r *api.QPUSubmitRequest) { r.Shots, r.Name = 4000, "bell pair" })},
-		{"", "", []string{bell, "--shots=1", "-b", "qpu0"}, base(func(r *api.QPUSubmitRequest) { r.Shots = 1 })},
-		{"", "pulse 1 2 3", []string{"--backend", "ion-1", "-"},
+		{"", "", "", []string{bell, "--shots=1", "-b", "qpu0"}, base(func(r *api.QPUSubmitRequest) { r.Shots = 1 })},
+		{"", "", "pulse 1 2 3", []string{"--backend", "ion-1", "-"},
 			base(func(r *api.QPUSubmitRequest) { r.Backend, r.Payload = "ion-1", []byte("pulse 1 2 3") })},
-		{"", "x", []string{"-", "--backend", "qpu0"}, base(func(r *api.QPUSubmitRequest) { r.Payload = []byte("x") })},
-		{"42", "", []string{"--backend", "qpu0", bell}, base(func(r *api.QPUSubmitRequest) { r.Job = 42 })},
-		{"", strings.Repeat("x", api.MaxQPUPayload), []string{"--backend", "qpu0", "-"},
+		{"", "", "x", []string{"-", "--backend", "qpu0"}, base(func(r *api.QPUSubmitRequest) { r.Payload = []byte("x") })},
+		{"", "42", "", []string{"--backend", "qpu0", bell}, base(func(r *api.QPUSubmitRequest) { r.Job = 42 })},
+		{"root.physics", "42", "", []string{"--backend", "qpu0", bell}, base(func(r *api.QPUSubmitRequest) { r.Job = 42 })},
+		// Inside job 42's own instance (batch, alloc), the instance is the session.
+		{"root.j42", "42", "", []string{"--backend", "qpu0", bell}, base(nil)},
+		{"root.physics.j42", "042", "", []string{"--backend", "qpu0", bell}, base(nil)},
+		{"root.j142", "42", "", []string{"--backend", "qpu0", bell}, base(func(r *api.QPUSubmitRequest) { r.Job = 42 })},
+		{"", "", strings.Repeat("x", api.MaxQPUPayload), []string{"--backend", "qpu0", "-"},
 			base(func(r *api.QPUSubmitRequest) { r.Payload = []byte(strings.Repeat("x", api.MaxQPUPayload)) })},
 	} {
-		got, err := parseQPUSubmit(t, tc.jobID, tc.stdin, tc.args...)
+		path := "root"
+		if tc.path != "" {
+			path = tc.path
+		}
+		got, err := parseQPUSubmitAt(t, path, tc.jobID, tc.stdin, tc.args...)
 		if err != nil {
 			t.Errorf("qpu submit %q: %v", tc.args, err)
 			continue
