@@ -23,6 +23,7 @@ type ResvCreateRequest struct {
 	Overlap       string         `json:"overlap,omitempty"` // drain (default) or kill
 	GraceS        int64          `json:"grace_s,omitempty"` // SIGTERM to SIGKILL for killed jobs
 	RequeueKilled bool           `json:"requeue_killed,omitempty"`
+	Maint         bool           `json:"maint,omitempty"` // maintenance: admits no jobs, nodes only, no Users; may overlap other reservations; its nodes show as NodeMaint while active
 	DryRun        bool           `json:"dry_run,omitempty"`
 }
 
@@ -51,8 +52,9 @@ type Resv struct {
 	Overlap       string         `json:"overlap"`
 	GraceS        int64          `json:"grace_s"`
 	RequeueKilled bool           `json:"requeue_killed,omitempty"`
-	URI           string         `json:"uri,omitempty"` // while active
-	Killed        []KilledJob    `json:"killed"`        // killed at its start, or that would be (dry run)
+	Maint         bool           `json:"maint,omitempty"` // a maintenance reservation
+	URI           string         `json:"uri,omitempty"`   // while pending or active
+	Killed        []KilledJob    `json:"killed"`          // killed at its start, or that would be (dry run)
 	Path          string         `json:"path"`
 	JobsRun       int            `json:"jobs_run"`        // jobs that ran inside it and ended
 	NodeHours     float64        `json:"node_hours_used"` // by those jobs
@@ -92,7 +94,12 @@ type ResvPlanRequest struct {
 	After     time.Time      `json:"after,omitzero"`  // default: now
 	Count     int            `json:"count,omitempty"` // default 5
 	Overlap   string         `json:"overlap,omitempty"`
+	Maint     bool           `json:"maint,omitempty"` // plan a maintenance window: it may overlap reservations
 }
+
+// NodeMaint is the state of a node that an active maintenance reservation
+// holds (NodeStatus.Resv names it).
+const NodeMaint NodeState = "maint"
 
 // DelayedJob is a planned job a window would push later.
 type DelayedJob struct {

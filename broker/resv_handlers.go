@@ -18,6 +18,40 @@ func (r *Runtime) resvOps(m Mux) {
 	m[api.OpResvDelete] = r.resvDelete
 	m[api.OpResvUpdate] = r.resvUpdate
 	m[api.OpResvPlan] = r.resvPlan
+	if base := m[api.OpResources]; base != nil {
+		m[api.OpResources] = r.maintResources(base)
+	}
+}
+
+// maintResources wraps the resources view: the nodes that an active
+// maintenance reservation holds (the core's Usage names it in NodeUse.Resv)
+// show as NodeMaint rather than NodeReserved. A job still on such a node,
+// being killed for the maintenance, shows as allocated to it.
+func (r *Runtime) maintResources(base HandlerFunc) HandlerFunc {
+	return func(ctx context.Context, q Request) (any, error) {
+		v, err := base(ctx, q)
+		rep, ok := v.(api.ResourcesReply)
+		if err != nil || !ok {
+			return v, err
+		}
+		r.mu.Lock()
+		maint := map[string]bool{}
+		for _, rv := range r.in.Resvs() {
+			if rv.Maint && rv.State == resv.Active {
+				maint[rv.Name] = true
+			}
+		}
+		r.mu.Unlock()
+		if len(maint) == 0 {
+			return rep, nil
+		}
+		for i, n := range rep.Nodes {
+			if n.State == api.NodeReserved && maint[n.Resv] {
+				rep.Nodes[i].State = api.NodeMaint
+			}
+		}
+		return rep, nil
+	}
 }
 
 func (r *Runtime) resvCreate(ctx context.Context, q Request) (any, error) {
@@ -38,7 +72,7 @@ func (r *Runtime) resvCreate(ctx context.Context, q Request) (any, error) {
 	spec := resv.Spec{
 		Name: cr.Name, Start: instance.Time(cr.Start.Unix()), End: instance.Time(cr.End.Unix()),
 		Nodes: cr.Nodes, Slots: cr.QPU, Users: cr.Users, Overlap: ov,
-		Grace: instance.Duration(cr.GraceS), RequeueKilled: cr.RequeueKilled,
+		Grace: instance.Duration(cr.GraceS), RequeueKilled: cr.RequeueKilled, Maint: cr.Maint,
 	}
 	if cr.NodeList != "" {
 		names, err := hostlist.Parse(cr.NodeList)
@@ -64,7 +98,7 @@ func (r *Runtime) resvCreate(ctx context.Context, q Request) (any, error) {
 				return nil, coreError(err)
 			}
 			out := r.apiResv(instance.Resv{Spec: spec, Path: q.Path + "." + spec.Name, Parent: q.Path, NodeNames: inst.NodeNames(plan.Nodes)})
-			out.State = "planned"
+			out.State, out.URI = "planned", ""
 			out.Killed = r.killed(plan.Kill)
 			return out, nil
 		}
@@ -72,14 +106,8 @@ func (r *Runtime) resvCreate(ctx context.Context, q Request) (any, error) {
 		if err != nil {
 			return nil, coreError(err)
 		}
-		out := r.apiResv(rv)
-		// The jobs marked to die at the start, for the admin to see now.
-		var marked []instance.JobID
-		for _, j := range inst.Jobs(func(j *instance.Job) bool { return j.Term.KillResv == rv.Name }) {
-			marked = append(marked, j.ID)
-		}
-		out.Killed = r.killed(marked)
-		return out, nil
+		r.servePending(rv)
+		return r.apiResv(rv), nil // with the jobs marked to die at its start
 	})
 }
 
@@ -101,21 +129,29 @@ func (r *Runtime) apiResv(rv instance.Resv) api.Resv {
 		Nodes: hostlist.Format(rv.NodeNames), NNodes: len(rv.NodeNames), QPU: rv.Slots, Users: users,
 		Overlap: rv.Overlap.String(), GraceS: int64(rv.Grace), RequeueKilled: rv.RequeueKilled,
 		Killed: r.killed(rv.Killed), Path: rv.Path, JobsRun: rv.JobsRun, NodeHours: float64(rv.NodeSecs) / 3600,
+		Maint: rv.Maint,
 	}
-	if rv.State == resv.Active {
+	if rv.State == resv.Active || rv.State == resv.Pending {
 		out.URI = r.b.URI(rv.Path)
 	}
 	if rv.State == resv.Pending {
-		// The jobs marked to die at its start, while they still run.
-		if p, ok := r.in.Child(rv.Parent); ok {
-			var marked []instance.JobID
-			for _, j := range p.Jobs(func(j *instance.Job) bool { return j.State == instance.Running && j.Term.KillResv == rv.Name }) {
-				marked = append(marked, j.ID)
-			}
-			out.Killed = r.killed(marked)
-		}
+		// The jobs marked to die at its start, while they still run (in
+		// its parent or, for maintenance, inside the DATs it overlaps).
+		out.Killed = r.killed(r.in.MarkedFor(rv.Name))
 	}
 	return out
+}
+
+// servePending serves the child instance of a reservation from its
+// creation, so that listed users can queue into it through its URI before
+// it starts (STRATA_URI=$(strata uri NAME) strata submit ...), as they can
+// with --resv at its parent. Its start (StartChild) finds it served
+// already; a restart serves it again (the core lists it among the live
+// children); deleting it before the start stops serving it.
+func (r *Runtime) servePending(rv instance.Resv) {
+	if _, err := r.serve(rv.Path); err != nil {
+		r.b.log.Error("cannot serve the instance of a pending reservation", "path", rv.Path, "err", err)
+	}
 }
 
 func (r *Runtime) resvList(_ context.Context, q Request) (any, error) {
@@ -154,6 +190,7 @@ func (r *Runtime) resvDelete(ctx context.Context, q Request) (any, error) {
 			return nil, coreError(err)
 		}
 		rv, _ := r.in.Resv(rq.Name)
+		r.unserve(rv.Path) // a pending one's instance, served since its creation
 		return r.apiResv(rv), nil
 	})
 }
@@ -218,7 +255,7 @@ func (r *Runtime) resvPlan(_ context.Context, q Request) (any, error) {
 	if err != nil {
 		return nil, api.Errorf(api.CodeInvalidArgument, "%v", err)
 	}
-	spec := resv.Spec{Name: "plan", Nodes: pr.Nodes, Slots: pr.QPU, Overlap: ov}
+	spec := resv.Spec{Name: "plan", Nodes: pr.Nodes, Slots: pr.QPU, Overlap: ov, Maint: pr.Maint}
 	if pr.NodeList != "" {
 		names, err := hostlist.Parse(pr.NodeList)
 		if err != nil {

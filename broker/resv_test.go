@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/strata-hpc/strata/api"
+	"github.com/strata-hpc/strata/client"
 )
 
 // TestRuntimeDATDay walks a reservation's day over a real broker: a
@@ -161,5 +162,153 @@ func TestRuntimeDATSurvivesRestart(t *testing.T) {
 	// The child instance is gone; its jobs are still known by ID at the root.
 	if err := alice2.Call(ctx, api.OpJob, api.JobRequest{ID: held.ID}, &j); err != nil || j.State != api.JobCancelled || !strings.Contains(j.Reason, "ended") {
 		t.Fatalf("the held job at the DAT's end: %s: %s, %v", j.State, j.Reason, err)
+	}
+}
+
+// resources returns the nodes of c's instance by name.
+func resources(t *testing.T, c *client.Client) map[string]api.NodeStatus {
+	t.Helper()
+	var rep api.ResourcesReply
+	if err := c.Call(context.Background(), api.OpResources, nil, &rep); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]api.NodeStatus{}
+	for _, n := range rep.Nodes {
+		out[n.Name] = n
+	}
+	return out
+}
+
+// TestRuntimeMaint walks a maintenance reservation over a real broker: it
+// may overlap a DAT but not a running job (drain); nobody submits into it;
+// while it is active its nodes show as maint at the root and inside the
+// DAT it overlaps; a DAT job that needs those nodes waits for its end.
+func TestRuntimeMaint(t *testing.T) {
+	b, _ := runtime(t, "")
+	ctx := context.Background()
+	admin, alice, bob := userClient(t, b, "admin"), userClient(t, b, "alice"), userClient(t, b, "bob")
+
+	var running api.Job
+	if err := bob.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 1, Walltime: 600, Command: []string{"sleep", "600"}, Cwd: t.TempDir()}, &running); err != nil {
+		t.Fatal(err)
+	}
+	if running.Nodes != "n0" { // best fit on an idle machine: the lowest node
+		t.Fatalf("bob's job runs on %q, want n0", running.Nodes)
+	}
+	start := time.Now().Truncate(time.Second).Add(2 * time.Second)
+	var rv api.Resv
+	if err := admin.Call(ctx, api.OpResvCreate, api.ResvCreateRequest{Name: "physics", Start: start, End: start.Add(8 * time.Second), NodeList: "n[2-3]", Users: []string{"alice"}}, &rv); err != nil {
+		t.Fatal(err)
+	}
+	fix := api.ResvCreateRequest{Name: "fix", Start: start, End: start.Add(3 * time.Second), NodeList: "n[0-2]", Maint: true}
+	if err := admin.Call(ctx, api.OpResvCreate, fix, &rv); !errors.Is(err, api.ErrNoResources) || !strings.Contains(err.Error(), "earliest window") {
+		t.Fatalf("maintenance over a running job, drain: %v", err)
+	}
+	bad := fix
+	bad.NodeList, bad.Users = "n[1-2]", []string{"alice"}
+	if err := admin.Call(ctx, api.OpResvCreate, bad, &rv); !errors.Is(err, api.ErrInvalidArgument) || !strings.Contains(err.Error(), "drop --users") {
+		t.Fatalf("maintenance with an access list: %v", err)
+	}
+	fix.NodeList = "n[1-2]"
+	if err := admin.Call(ctx, api.OpResvCreate, fix, &rv); err != nil {
+		t.Fatalf("maintenance overlapping the DAT physics on n2: %v", err)
+	}
+	if !rv.Maint || rv.State != "pending" || rv.Nodes != "n[1-2]" || len(rv.Users) != 0 {
+		t.Fatalf("created %+v", rv)
+	}
+	var j api.Job
+	if err := alice.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 1, Walltime: 1, Resv: "fix", Command: []string{"true"}, Cwd: "/"}, &j); !errors.Is(err, api.ErrInvalidArgument) || !strings.Contains(err.Error(), "admits no jobs") {
+		t.Fatalf("a job into the maintenance: %v", err)
+	}
+	var dat api.Job
+	if err := alice.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 2, Walltime: 1, Resv: "physics", Command: []string{"true"}, Cwd: t.TempDir()}, &dat); err != nil {
+		t.Fatal(err)
+	}
+
+	time.Sleep(time.Until(start.Add(500 * time.Millisecond)))
+	root := resources(t, admin)
+	for name, want := range map[string]api.NodeStatus{
+		"n0": {Name: "n0", State: api.NodeAllocated, Job: running.ID},
+		"n1": {Name: "n1", State: api.NodeMaint, Resv: "fix"},
+		"n2": {Name: "n2", State: api.NodeMaint, Resv: "fix"},
+		"n3": {Name: "n3", State: api.NodeReserved, Resv: "physics"},
+	} {
+		if got := root[name]; got != want {
+			t.Errorf("root's %s during the maintenance: %+v, want %+v", name, got, want)
+		}
+	}
+	inside, _ := alice.At("root.physics")
+	if got := resources(t, inside)["n2"]; got.State != api.NodeMaint || got.Resv != "fix" {
+		t.Errorf("physics's n2 during the maintenance: %+v", got)
+	}
+	if err := admin.Call(ctx, api.OpResvShow, api.ResvRequest{Name: "fix"}, &rv); err != nil || rv.State != "active" || !rv.Maint {
+		t.Fatalf("fix during its window: %+v, %v", rv, err)
+	}
+	dat = waitJob(t, alice, dat.ID)
+	if dat.State != api.JobCompleted || dat.StartTime.Before(start.Add(3*time.Second)) {
+		t.Errorf("DAT job needing n2: %s, started %v; want it after the maintenance ends at %v", dat.State, dat.StartTime, start.Add(3*time.Second))
+	}
+	if got := resources(t, admin)["n1"]; got.State != api.NodeFree {
+		t.Errorf("n1 after the maintenance: %+v", got)
+	}
+}
+
+// TestRuntimePendingDATServed: a DAT's instance answers on its path from
+// the reservation's creation, so that listed users queue into it through
+// its URI before it starts; unlisted users are refused; the jobs queued so
+// start at its start; a DAT deleted before its start stops answering.
+func TestRuntimePendingDATServed(t *testing.T) {
+	b, _ := runtime(t, "")
+	ctx := context.Background()
+	admin, alice, bob := userClient(t, b, "admin"), userClient(t, b, "alice"), userClient(t, b, "bob")
+	start := time.Now().Truncate(time.Second).Add(3 * time.Second)
+	var rv api.Resv
+	if err := admin.Call(ctx, api.OpResvCreate, api.ResvCreateRequest{Name: "early", Start: start, End: start.Add(4 * time.Second), Nodes: 2, Users: []string{"alice"}}, &rv); err != nil {
+		t.Fatal(err)
+	}
+	if rv.State != "pending" || rv.URI != b.URI("root.early") {
+		t.Fatalf("pending DAT: state %s, URI %q; want its URI %s", rv.State, rv.URI, b.URI("root.early"))
+	}
+	child, _ := alice.At(rv.Path)
+	var j api.Job
+	if err := child.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 2, Walltime: 1, Command: []string{"true"}, Cwd: t.TempDir()}, &j); err != nil {
+		t.Fatalf("a listed user submitting through the pending DAT's path: %v", err)
+	}
+	if j.State != api.JobPending || !j.PlannedStart.Equal(start) {
+		t.Fatalf("job queued before the start: %s, planned %v; want pending, planned at %v", j.State, j.PlannedStart, start)
+	}
+	var list api.JobsReply
+	if err := child.Call(ctx, api.OpJobs, api.JobsRequest{}, &list); err != nil || len(list.Jobs) != 1 || list.Jobs[0].ID != j.ID {
+		t.Fatalf("jobs of the pending DAT: %+v, %v", list, err)
+	}
+	queued := j.ID
+	bobChild, _ := bob.At(rv.Path)
+	if err := bobChild.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 1, Walltime: 1, Command: []string{"true"}, Cwd: "/"}, &j); !errors.Is(err, api.ErrPermissionDenied) {
+		t.Fatalf("an unlisted user through the pending DAT's path: %v", err)
+	}
+
+	var gone api.Resv
+	if err := admin.Call(ctx, api.OpResvCreate, api.ResvCreateRequest{Name: "gone", Start: start.Add(time.Hour), End: start.Add(2 * time.Hour), Nodes: 1}, &gone); err != nil {
+		t.Fatal(err)
+	}
+	goneAt, _ := admin.At(gone.Path)
+	if err := goneAt.Call(ctx, api.OpJobs, api.JobsRequest{}, &list); err != nil {
+		t.Fatalf("the pending DAT gone before its deletion: %v", err)
+	}
+	var deleted api.Resv
+	if err := admin.Call(ctx, api.OpResvDelete, api.ResvRequest{Name: "gone"}, &deleted); err != nil || deleted.State != "cancelled" || deleted.URI != "" {
+		t.Fatalf("delete: %+v, %v", deleted, err)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for goneAt.Call(ctx, api.OpJobs, api.JobsRequest{}, &list) == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("a deleted DAT's instance still answers")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	j = waitJob(t, child, queued)
+	if j.State != api.JobCompleted || j.StartTime.Before(start) || j.StartTime.After(start.Add(time.Second)) {
+		t.Fatalf("the job queued through the URI: %s, started %v (DAT start %v)", j.State, j.StartTime, start)
 	}
 }

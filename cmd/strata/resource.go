@@ -21,7 +21,7 @@ func resourceCommand() *cli.Command {
 			Name:      "list",
 			Usage:     "list nodes by state, and QPU slots per backend",
 			UsageText: "strata resource list [--json]",
-			Description: "Groups the nodes by state (free, allocated, reserved, down) and, within a\n" +
+			Description: "Groups the nodes by state (free, allocated, reserved, maint, down) and, within a\n" +
 				"state, by the job or reservation holding them, as hostlists. --json prints\n" +
 				"every node.",
 			Flags:  []cli.Flag{jsonFlag()},
@@ -48,7 +48,7 @@ type nodeGroup struct {
 	names []string
 }
 
-var nodeStateOrder = []api.NodeState{api.NodeFree, api.NodeAllocated, api.NodeReserved, api.NodeDown}
+var nodeStateOrder = []api.NodeState{api.NodeFree, api.NodeAllocated, api.NodeReserved, api.NodeMaint, api.NodeDown}
 
 func stateRank(s api.NodeState) int {
 	if i := slices.Index(nodeStateOrder, s); i >= 0 {

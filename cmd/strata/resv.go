@@ -91,7 +91,7 @@ func resvCreateCommand() *cli.Command {
 		Usage: "reserve nodes and QPU slots for a window of time (admins)",
 		UsageText: "strata resv create --name NAME --start TIME (--duration D | --end TIME) (--nodes N | --nodelist HOSTLIST)\n" +
 			"   [--qpu NAME:SLOTS]... [--users u1,u2] [--overlap drain|kill] [--grace 30s] [--requeue-killed]\n" +
-			"   [--every 1d|7d --until TIME] [--dry-run] [--json]",
+			"   [--maint] [--every 1d|7d --until TIME] [--dry-run] [--json]",
 		Description: "Times are RFC 3339 (2026-12-03T17:00:00Z), a date, HH:MM (the next such time),\n" +
 			"now+2h or +30m; durations 8h, 1d12h, 90m or D-HH:MM:SS.\n\n" +
 			"--overlap drain (the default) refuses a window that cannot be had without killing\n" +
@@ -99,6 +99,11 @@ func resvCreateCommand() *cli.Command {
 			"nodes at the start get SIGTERM, and SIGKILL after --grace, and are requeued if they\n" +
 			"asked for it (or all of them, with --requeue-killed). --dry-run shows the\n" +
 			"reservation and the jobs it would kill, and creates nothing.\n\n" +
+			"--maint makes a maintenance reservation: it admits no jobs (so it takes no --users\n" +
+			"and no --qpu), its nodes show as maint in 'strata resource list' while it lasts, and\n" +
+			"it may overlap other reservations. Jobs never run on its nodes during it, those\n" +
+			"inside an overlapped DAT included: --overlap says what happens to the ones that\n" +
+			"would still be running at its start.\n\n" +
 			"--every and --until repeat the window: NAME-1, NAME-2, ... start every --every\n" +
 			"while they start before --until. They are all checked first and then created;\n" +
 			"if one cannot be, those already created are deleted again. --json then prints\n" +
@@ -115,6 +120,7 @@ func resvCreateCommand() *cli.Command {
 			&cli.StringFlag{Name: "overlap", Usage: "what to do about jobs running in the window: drain or kill", DefaultText: "drain"},
 			&cli.StringFlag{Name: "grace", Usage: "with --overlap kill: from SIGTERM to SIGKILL", DefaultText: "the broker's --kill-grace"},
 			&cli.BoolFlag{Name: "requeue-killed", Usage: "requeue every job killed at the start, whether it asked for it or not"},
+			&cli.BoolFlag{Name: "maint", Usage: "a maintenance window: no jobs; may overlap other reservations"},
 			&cli.StringFlag{Name: "every", Usage: "repeat the window this often: 1d, 7d"},
 			&cli.StringFlag{Name: "until", Usage: "with --every: repeat while the window starts before this time"},
 			dryRunFlag(),
@@ -133,6 +139,7 @@ type resvCreateFlags struct {
 	QPU, Users                 []string
 	Overlap, Grace             string
 	RequeueKilled, DryRun      bool
+	Maint                      bool
 	Every, Until               string
 }
 
@@ -142,7 +149,7 @@ func readResvCreateFlags(c *cli.Context) resvCreateFlags {
 		Nodes: c.Int("nodes"), NodesSet: c.IsSet("nodes"), NodeList: c.String("nodelist"),
 		QPU: c.StringSlice("qpu"), Users: c.StringSlice("users"),
 		Overlap: c.String("overlap"), Grace: c.String("grace"),
-		RequeueKilled: c.Bool("requeue-killed"), DryRun: c.Bool("dry-run"),
+		RequeueKilled: c.Bool("requeue-killed"), DryRun: c.Bool("dry-run"), Maint: c.Bool("maint"),
 		Every: c.String("every"), Until: c.String("until"),
 	}
 }
@@ -162,7 +169,7 @@ func (f resvCreateFlags) requests(now time.Time) ([]api.ResvCreateRequest, error
 	if err != nil {
 		return nil, err
 	}
-	r := api.ResvCreateRequest{Name: f.Name, Start: start, End: end, RequeueKilled: f.RequeueKilled, DryRun: f.DryRun}
+	r := api.ResvCreateRequest{Name: f.Name, Start: start, End: end, RequeueKilled: f.RequeueKilled, Maint: f.Maint, DryRun: f.DryRun}
 	if r.Nodes, r.NodeList, err = nodeFlags(f.Nodes, f.NodesSet, f.NodeList); err != nil {
 		return nil, err
 	}
@@ -174,6 +181,14 @@ func (f resvCreateFlags) requests(now time.Time) ([]api.ResvCreateRequest, error
 	}
 	if r.Users, err = parseUserList(f.Users); err != nil {
 		return nil, flagErr("--users", err)
+	}
+	if f.Maint {
+		switch {
+		case len(r.Users) > 0:
+			return nil, usageErr(fmt.Errorf("--users: a maintenance reservation (--maint) admits no jobs, so it has no access list: drop --users"))
+		case len(r.QPU) > 0:
+			return nil, usageErr(fmt.Errorf("--qpu: a maintenance reservation (--maint) takes nodes only: drop --qpu, or give --nodes or --nodelist"))
+		}
 	}
 	if r.Overlap, err = parseOverlap(f.Overlap); err != nil {
 		return nil, err
@@ -443,6 +458,9 @@ func printResvCreated(w io.Writer, rv api.Resv, dryRun bool) {
 	if dryRun {
 		verb = "would kill"
 	}
+	if rv.Maint {
+		fmt.Fprintf(w, "it is a maintenance window: it admits no jobs, and jobs stay off its nodes while it lasts\n")
+	}
 	switch {
 	case len(rv.Killed) > 0:
 		fmt.Fprintf(w, "at its start it %s %s (SIGTERM, then SIGKILL after %s):\n", verb, plural(len(rv.Killed), "running job"), graceText(rv.GraceS))
@@ -513,6 +531,7 @@ func printResvFields(w io.Writer, rv api.Resv) {
 		{"overlap", cell(rv.Overlap)},
 		{"grace", grace},
 		{"requeue_killed", strconv.FormatBool(rv.RequeueKilled)},
+		{"maint", strconv.FormatBool(rv.Maint)},
 		{"uri", cell(rv.URI)},
 		{"path", cell(rv.Path)},
 		{"jobs_run", strconv.Itoa(rv.JobsRun)},
@@ -572,14 +591,18 @@ func runResvList(c *cli.Context) error {
 // printResvs writes the reservations table.
 func printResvs(w io.Writer, rvs []api.Resv) {
 	tw := newTable(w)
-	fmt.Fprintln(tw, "NAME\tSTATE\tSTART\tEND\tNODES\tQPU\tUSERS\tOVERLAP\tKILLED")
+	fmt.Fprintln(tw, "NAME\tSTATE\tSTART\tEND\tNODES\tQPU\tUSERS\tOVERLAP\tKILLED\tKIND")
 	for _, rv := range rvs {
 		var qpus []string
 		for _, name := range slices.Sorted(mapKeys(rv.QPU)) {
 			qpus = append(qpus, fmt.Sprintf("%s:%d", name, rv.QPU[name]))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", rv.Name, cell(rv.State), fmtTime(rv.Start), fmtTime(rv.End),
-			cell(rv.Nodes), cell(strings.Join(qpus, ",")), cell(strings.Join(rv.Users, ",")), cell(rv.Overlap), len(rv.Killed))
+		kind := "dat"
+		if rv.Maint {
+			kind = "maint"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", rv.Name, cell(rv.State), fmtTime(rv.Start), fmtTime(rv.End),
+			cell(rv.Nodes), cell(strings.Join(qpus, ",")), cell(strings.Join(rv.Users, ",")), cell(rv.Overlap), len(rv.Killed), kind)
 	}
 	tw.Flush()
 }
@@ -761,10 +784,11 @@ func resvPlanCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "plan",
 		Usage:     "find windows for a reservation and what each would cost, changing nothing (admins)",
-		UsageText: "strata resv plan (--nodes N | --nodelist HOSTLIST) [--qpu NAME:SLOTS]... --duration D [--after TIME] [--count 5] [--overlap drain|kill] [--json]",
+		UsageText: "strata resv plan (--nodes N | --nodelist HOSTLIST) [--qpu NAME:SLOTS]... --duration D [--after TIME] [--count 5] [--overlap drain|kill] [--maint] [--json]",
 		Description: "Lists the earliest windows, from --after (default now), where such a reservation\n" +
 			"could be had, with their cost: the running jobs it would kill (with --overlap kill)\n" +
-			"and the node-hours of work lost, and the queued jobs it would delay, and by how much.",
+			"and the node-hours of work lost, and the queued jobs it would delay, and by how much.\n" +
+			"With --maint, windows for a maintenance reservation, which may overlap reservations.",
 		Flags: []cli.Flag{
 			nodesFlag(),
 			nodelistFlag(),
@@ -773,6 +797,7 @@ func resvPlanCommand() *cli.Command {
 			&cli.StringFlag{Name: "after", Usage: "the earliest start to consider (default now)"},
 			&cli.IntFlag{Name: "count", Value: 5, Usage: "how many windows to list, at most 50"},
 			&cli.StringFlag{Name: "overlap", Usage: "drain (only windows that kill nothing) or kill", DefaultText: "drain"},
+			&cli.BoolFlag{Name: "maint", Usage: "plan a maintenance window: no jobs; may overlap other reservations"},
 			jsonFlag(),
 		},
 		Action: runResvPlan,
@@ -788,11 +813,20 @@ type resvPlanFlags struct {
 	Duration, After string
 	Count           int
 	Overlap         string
+	Maint           bool
+}
+
+func readResvPlanFlags(c *cli.Context) resvPlanFlags {
+	return resvPlanFlags{
+		Nodes: c.Int("nodes"), NodesSet: c.IsSet("nodes"), NodeList: c.String("nodelist"), QPU: c.StringSlice("qpu"),
+		Duration: c.String("duration"), After: c.String("after"), Count: c.Int("count"), Overlap: c.String("overlap"),
+		Maint: c.Bool("maint"),
+	}
 }
 
 // request turns the flags of resv plan into a request.
 func (f resvPlanFlags) request(now time.Time) (api.ResvPlanRequest, error) {
-	r := api.ResvPlanRequest{Count: f.Count}
+	r := api.ResvPlanRequest{Count: f.Count, Maint: f.Maint}
 	var err error
 	if r.Nodes, r.NodeList, err = nodeFlags(f.Nodes, f.NodesSet, f.NodeList); err != nil {
 		return r, err
@@ -802,6 +836,9 @@ func (f resvPlanFlags) request(now time.Time) (api.ResvPlanRequest, error) {
 	}
 	if r.Nodes == 0 && r.NodeList == "" && len(r.QPU) == 0 {
 		return r, usageErr(fmt.Errorf("--nodes or --nodelist: say what to reserve, as in --nodes 64"))
+	}
+	if f.Maint && len(r.QPU) > 0 {
+		return r, usageErr(fmt.Errorf("--qpu: a maintenance reservation (--maint) takes nodes only: drop --qpu, or give --nodes or --nodelist"))
 	}
 	if f.Duration == "" {
 		return r, usageErr(fmt.Errorf("--duration: say how long the reservation would last, as in --duration 8h"))
@@ -828,11 +865,7 @@ func runResvPlan(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
 	}
-	f := resvPlanFlags{
-		Nodes: c.Int("nodes"), NodesSet: c.IsSet("nodes"), NodeList: c.String("nodelist"), QPU: c.StringSlice("qpu"),
-		Duration: c.String("duration"), After: c.String("after"), Count: c.Int("count"), Overlap: c.String("overlap"),
-	}
-	req, err := f.request(time.Now())
+	req, err := readResvPlanFlags(c).request(time.Now())
 	if err != nil {
 		return err
 	}

@@ -268,11 +268,25 @@ func TestCLIDATDay(t *testing.T) {
 		len(rv.Killed) != 1 || rv.Killed[0].ID.String() != bob || !slices.Equal(rv.Users, []string{"alice"}) || rv.Overlap != "kill" || rv.GraceS != 1 {
 		t.Fatalf("resv create: %+v", rv)
 	}
-	b.expect("alice", 1, "reservation physics is pending", "uri", "physics")
+	// Its instance answers from its creation: 'strata uri' works before
+	// the start.
+	early := strings.TrimSpace(b.must("alice", "uri", "physics"))
+	if early != root+"/root/physics" {
+		t.Errorf("uri physics before the start = %q; want %q", early, root+"/root/physics")
+	}
 
-	// Users queue for it: alice is listed, carol is not.
+	// Users queue for it, with --resv or through its URI: alice is listed,
+	// carol is not.
 	alice := b.id(b.must("alice", "submit", "--resv", "physics", "-N", "2", "-t", "3s", "--", "sleep", "1"))
 	b.expect("carol", 1, "not on the access list of reservation physics", "submit", "--resv", "physics", "--", "true")
+	r := b.run("alice", []string{api.EnvURI + "=" + early}, "submit", "-N", "1", "-t", "2s", "--", "true")
+	if r.code != 0 {
+		t.Fatalf("alice's submit through the pending DAT's URI: %s", r)
+	}
+	viaURI := b.id(r.stdout)
+	if r := b.run("carol", []string{api.EnvURI + "=" + early}, "submit", "--", "true"); r.code != 1 || !strings.Contains(r.stderr, "not on the access list") {
+		t.Errorf("carol's submit through the pending DAT's URI: %s", r)
+	}
 
 	// The start.
 	b.until(start.Add(5*time.Second), "the DAT to start", func() bool { return b.resv("physics").State == "active" })
@@ -287,9 +301,11 @@ func TestCLIDATDay(t *testing.T) {
 	if show := b.must("bob", "job", "show", bob); !strings.Contains(show, "killed: reservation physics started on n[") {
 		t.Errorf("bob cannot see why his job was killed:\n%s", show)
 	}
-	b.must("alice", "wait", alice)
-	if j := b.job("alice", alice); !subset(t, j.Nodes, rv.Nodes) || j.StartTime.Before(start) {
-		t.Errorf("alice's job ran on %s from %v; the DAT holds %s from %v", j.Nodes, j.StartTime, rv.Nodes, start)
+	for _, id := range []string{alice, viaURI} {
+		b.must("alice", "wait", id)
+		if j := b.job("alice", id); !subset(t, j.Nodes, rv.Nodes) || j.StartTime.Before(start) || j.State != api.JobCompleted {
+			t.Errorf("alice's job %s ran on %s from %v (%s); the DAT holds %s from %v", id, j.Nodes, j.StartTime, j.State, rv.Nodes, start)
+		}
 	}
 
 	// Straight into the DAT's instance, through its URI.
@@ -298,7 +314,7 @@ func TestCLIDATDay(t *testing.T) {
 		t.Errorf("uri physics = %q; want %q", uri, rv.URI)
 	}
 	into := []string{api.EnvURI + "=" + uri}
-	r := b.run("alice", into, "run", "-t", "2s", "--", "sh", "-c", "echo $STRATA_NODELIST $STRATA_URI")
+	r = b.run("alice", into, "run", "-t", "2s", "--", "sh", "-c", "echo $STRATA_NODELIST $STRATA_URI")
 	if f := strings.Fields(r.stdout); r.code != 0 || len(f) != 2 || !subset(t, f[0], rv.Nodes) || f[1] != uri {
 		t.Errorf("alice's run in the DAT: %s", r)
 	}
@@ -315,6 +331,30 @@ func TestCLIDATDay(t *testing.T) {
 		t.Errorf("resv show after the end:\n%s", out)
 	}
 	b.expect("alice", 1, "reservation physics is ended", "uri", "physics")
+}
+
+// TestCLIMaint: a maintenance reservation made from the CLI over part of
+// a DAT's nodes: shown as maint by resv show and list, refusing jobs, and,
+// while active, its nodes listed as maint by resource list.
+func TestCLIMaint(t *testing.T) {
+	t.Parallel()
+	b := startCLIBroker(t, "n[0-3]", "alice")
+	start := time.Now().Truncate(time.Second).Add(3 * time.Second)
+	b.must("admin", "resv", "create", "--name", "physics", "--start", start.Format(time.RFC3339), "--duration", "1h", "--nodelist", "n[2-3]", "--users", "alice")
+	b.expect("admin", 2, "drop --users", "resv", "create", "--name", "fix", "--start", start.Format(time.RFC3339), "--duration", "1h", "--nodelist", "n[1-2]", "--maint", "--users", "alice")
+	out := b.must("admin", "resv", "create", "--name", "fix", "--start", start.Format(time.RFC3339), "--duration", "1h", "--nodelist", "n[1-2]", "--maint")
+	if !strings.Contains(out, "maint:            true") || !strings.Contains(out, "admits no jobs") {
+		t.Errorf("resv create --maint:\n%s", out)
+	}
+	if list := b.must("admin", "resv", "list"); !regexp.MustCompile(`(?m)^fix\s+pending\s.*\smaint$`).MatchString(list) || !regexp.MustCompile(`(?m)^physics\s.*\sdat$`).MatchString(list) {
+		t.Errorf("resv list:\n%s", list)
+	}
+	b.expect("alice", 1, "admits no jobs", "submit", "--resv", "fix", "--", "true")
+	b.until(start.Add(5*time.Second), "the maintenance to start", func() bool { return b.resv("fix").State == "active" })
+	list := b.must("admin", "resource", "list")
+	if !regexp.MustCompile(`(?m)^maint\s+2\s+n\[1-2\]\s+-\s+fix$`).MatchString(list) || !regexp.MustCompile(`(?m)^reserved\s+1\s+n3\s+-\s+physics$`).MatchString(list) {
+		t.Errorf("resource list during the maintenance:\n%s", list)
+	}
 }
 
 // TestCLIResvChanges: update with a dry run, delete, and repeated

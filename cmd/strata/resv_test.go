@@ -73,6 +73,9 @@ func TestResvCreateRequests(t *testing.T) {
 		{win + " --nodes 64 --overlap kill --grace 30s --requeue-killed --dry-run --json", []api.ResvCreateRequest{base(func(r *api.ResvCreateRequest) {
 			r.Overlap, r.GraceS, r.RequeueKilled, r.DryRun = "kill", 30, true, true
 		})}},
+		{win + " --nodelist node[0-3] --maint --overlap kill", []api.ResvCreateRequest{base(func(r *api.ResvCreateRequest) {
+			r.Nodes, r.NodeList, r.Maint, r.Overlap = 0, "node[0-3]", true, "kill"
+		})}},
 		{win + " --nodes 64 --overlap drain --grace 0 --grace 1.5s", []api.ResvCreateRequest{base(func(r *api.ResvCreateRequest) { r.Overlap, r.GraceS = "drain", 2 })}},
 		// Repetition: NAME-1, NAME-2, ... while the start is before --until.
 		{"--name dat --start 2026-12-03T17:00:00Z --duration 8h --nodes 4 --every 7d --until 2026-12-24T00:00:00Z --users alice", []api.ResvCreateRequest{
@@ -143,6 +146,8 @@ func TestResvCreateErrors(t *testing.T) {
 		{ok + " --every 1d --until never", "--until"},
 		{ok + " --every 1d --until 2026-12-03T00:00:00Z", "--until"},
 		{ok + " --every 8h --until 2030-01-01", "--every"}, // more than resv.MaxOccurrences
+		{ok + " --maint --users alice", "--users"},
+		{ok + " --maint --qpu qpu0:1", "--qpu"},
 		{ok + " extra", "takes no arguments"},
 		{ok + " --bogus", "bogus"},
 	} {
@@ -226,10 +231,7 @@ func parseResvPlan(t *testing.T, args ...string) (api.ResvPlanRequest, error) {
 	var req api.ResvPlanRequest
 	err := parseCommand(t, resvCommand(), "plan", func(c *cli.Context) error {
 		var err error
-		req, err = resvPlanFlags{
-			Nodes: c.Int("nodes"), NodesSet: c.IsSet("nodes"), NodeList: c.String("nodelist"), QPU: c.StringSlice("qpu"),
-			Duration: c.String("duration"), After: c.String("after"), Count: c.Int("count"), Overlap: c.String("overlap"),
-		}.request(testNow)
+		req, err = readResvPlanFlags(c).request(testNow)
 		return err
 	}, append([]string{"resv", "plan"}, args...)...)
 	return req, err
@@ -244,6 +246,7 @@ func TestResvPlanRequest(t *testing.T) {
 		{"--nodelist n[0-3] --qpu qpu0:2 --duration 90m --after 2026-12-03T17:00:00Z --count 3 --overlap kill --json",
 			api.ResvPlanRequest{NodeList: "n[0-3]", QPU: map[string]int{"qpu0": 2}, DurationS: 5400, After: utc("2026-12-03T17:00:00Z"), Count: 3, Overlap: "kill"}},
 		{"--nodes 1 --duration 1h --after +2h", api.ResvPlanRequest{Nodes: 1, DurationS: 3600, After: testNow.Add(2 * time.Hour), Count: 5}},
+		{"--nodelist n[0-3] --duration 1h --maint", api.ResvPlanRequest{NodeList: "n[0-3]", DurationS: 3600, Count: 5, Maint: true}},
 	} {
 		got, err := parseResvPlan(t, splitArgs(tc.args)...)
 		if err != nil || !reflect.DeepEqual(got, tc.want) {
@@ -261,6 +264,7 @@ func TestResvPlanRequest(t *testing.T) {
 		{"--nodes 4 --duration 1h --count 51", "--count"},
 		{"--nodes 4 --duration 1h --overlap maybe", "--overlap"},
 		{"--nodes 4 --duration 1h --qpu q", "--qpu"},
+		{"--nodes 4 --duration 1h --qpu qpu0:1 --maint", "--qpu"},
 	} {
 		_, err := parseResvPlan(t, splitArgs(tc.args)...)
 		if err == nil || exitCode(err) != 2 || !strings.Contains(err.Error(), tc.want) {
@@ -545,6 +549,17 @@ func TestPrintResvCreated(t *testing.T) {
 	printResvCreated(&b, rv, false)
 	if out := b.String(); !strings.HasPrefix(out, "reservation physics created:\n") || !strings.Contains(out, "kills no job") {
 		t.Errorf("created output:\n%s", out)
+	}
+	b.Reset()
+	maint := api.Resv{Name: "fix", State: "pending", Start: rv.Start, End: rv.End, Nodes: "n[0-3]", NNodes: 4, Overlap: "drain", Maint: true, Killed: []api.KilledJob{}}
+	printResvCreated(&b, maint, false)
+	if out := b.String(); !strings.Contains(out, "maint:            true") || !strings.Contains(out, "maintenance window: it admits no jobs") {
+		t.Errorf("maintenance created output:\n%s", out)
+	}
+	b.Reset()
+	printResvs(&b, []api.Resv{rv, maint})
+	if out := b.String(); !strings.Contains(out, "KIND") || !strings.Contains(out, "0       dat\n") || !strings.Contains(out, "0       maint\n") {
+		t.Errorf("resv list with maintenance:\n%s", out)
 	}
 	b.Reset()
 	rv.State, rv.URI, rv.Killed = "active", "strata://h:1/root/physics", []api.KilledJob{{ID: 7, User: "carol", Nodes: "n[0-7]"}}

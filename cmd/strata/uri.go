@@ -87,7 +87,7 @@ func runURI(c *cli.Context) error {
 		if state == "" {
 			state = "not active"
 		}
-		return fmt.Errorf("reservation %s is %s: it has an instance, and a URI, only while its window is open (%s to %s)",
+		return fmt.Errorf("reservation %s is %s: it has an instance, and a URI, only from its creation until its window closes (%s to %s)",
 			t.resv, state, r.Start.Local().Format(time.RFC3339), r.End.Local().Format(time.RFC3339))
 	}
 	fmt.Fprintln(c.App.Writer, r.URI)
