@@ -130,7 +130,9 @@ func BenchmarkDATStart(b *testing.B) {
 // BenchmarkDATChildURI measures, per DAT, the lag from its start time to
 // the first request through its URI (its instance path) that succeeds
 // and finds the DAT's pre-submitted job running there: the child
-// instance answering, and answering as the started instance.
+// instance answering, and answering as the started instance. (A pending
+// DAT's instance is served from its creation, so a request that only asks
+// for an answer succeeds before the start already.)
 func BenchmarkDATChildURI(b *testing.B) {
 	admin, alice := datBench(b)
 	ctx := context.Background()
