@@ -8,12 +8,10 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go"
 
 	"github.com/strata-hpc/strata/api"
@@ -94,15 +92,17 @@ func Dial(uri string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	name, err := credsUser(credsPath)
+	cr, err := readCreds(credsPath)
 	if err != nil {
 		return nil, err
 	}
-	c := &conn{user: name, host: u.Host, creds: credsPath, timeout: o.timeout, waiters: map[string]map[*waiter]struct{}{}}
+	auth, release := cr.auth()
+	defer release()
+	c := &conn{user: cr.user, host: u.Host, creds: credsPath, timeout: o.timeout, waiters: map[string]map[*waiter]struct{}{}}
 	nopts := append([]nats.Option{
 		nats.Name(o.name),
-		nats.UserCredentials(credsPath),
-		nats.CustomInboxPrefix(api.RoleUser.InboxPrefix(name)),
+		auth,
+		nats.CustomInboxPrefix(api.RoleUser.InboxPrefix(cr.user)),
 		nats.Timeout(o.connectTimeout),
 		nats.ErrorHandler(c.asyncError),
 	}, o.natsOpts...)
@@ -150,34 +150,6 @@ func DefaultCredsPath() (string, error) {
 	return filepath.Join(dir, "strata", login+".creds"), nil
 }
 
-// credsUser reads a .creds file and returns the Strata user name in its JWT.
-func credsUser(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", api.Errorf(api.CodeUnauthenticated, "cannot read Strata credentials: %v", err)
-	}
-	tok, err := jwt.ParseDecoratedJWT(b)
-	if err != nil {
-		return "", api.Errorf(api.CodeUnauthenticated, "%s is not a NATS credentials file: %v", path, err)
-	}
-	uc, err := jwt.DecodeUserClaims(tok)
-	if err != nil {
-		return "", api.Errorf(api.CodeUnauthenticated, "%s is not a NATS credentials file (no valid user JWT): %v", path, err)
-	}
-	if _, err := jwt.ParseDecoratedUserNKey(b); err != nil {
-		return "", api.Errorf(api.CodeUnauthenticated, "%s has no user key: %v", path, err)
-	}
-	for _, tag := range uc.Tags {
-		if role, ok := strings.CutPrefix(tag, api.RoleTag); ok && role != string(api.RoleUser) {
-			return "", api.Errorf(api.CodeUnauthenticated, "%s holds %s credentials for %q, not a user's", path, role, uc.Name)
-		}
-	}
-	if err := api.ValidateUser(uc.Name); err != nil {
-		return "", api.Errorf(api.CodeUnauthenticated, "%s is not Strata user credentials: %v", path, err)
-	}
-	return uc.Name, nil
-}
-
 func (c *conn) connectError(err error) error {
 	switch {
 	case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthExpired), errors.Is(err, nats.ErrAuthRevoked),
@@ -189,7 +161,19 @@ func (c *conn) connectError(err error) error {
 	return api.Errorf(api.CodeUnavailable, "cannot connect to the Strata broker at %s: %w", c.host, err)
 }
 
-var publishViolationRe = regexp.MustCompile(`Publish to "([^"]+)"`)
+// refusedSubject returns the subject of a permission violation on
+// publish: what the server's message names in `Publish to "SUBJECT"`.
+func refusedSubject(msg string) (string, bool) {
+	_, rest, ok := strings.Cut(msg, `Publish to "`)
+	if !ok {
+		return "", false
+	}
+	subject, _, ok := strings.Cut(rest, `"`)
+	if !ok || subject == "" {
+		return "", false
+	}
+	return subject, true
+}
 
 // asyncError routes the server's permission errors to the calls they
 // concern, so that a refused publish fails at once instead of timing out.
@@ -199,9 +183,9 @@ func (c *conn) asyncError(_ *nats.Conn, sub *nats.Subscription, err error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if m := publishViolationRe.FindStringSubmatch(err.Error()); m != nil {
-		perr := api.Errorf(api.CodePermissionDenied, "permission denied: the server refused %s (user %s) publishing to %s (%w)", c.host, c.user, m[1], err)
-		for w := range c.waiters[m[1]] {
+	if subject, ok := refusedSubject(err.Error()); ok {
+		perr := api.Errorf(api.CodePermissionDenied, "permission denied: the server refused %s (user %s) publishing to %s (%w)", c.host, c.user, subject, err)
+		for w := range c.waiters[subject] {
 			w.cancel(perr)
 		}
 		return

@@ -1,0 +1,157 @@
+package client
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
+
+	"github.com/strata-hpc/strata/api"
+)
+
+// creds is a .creds file as Dial reads it, once: the user JWT, the Strata
+// user name in it, and the user's key pair.
+type creds struct {
+	path string
+	jwt  string
+	user string
+	key  nkeys.KeyPair // not yet used to sign; see auth
+}
+
+// readCreds reads the .creds file at path and checks that it holds Strata
+// user credentials. The JWT's signature is not checked here: the server
+// checks it on connect, and refuses credentials it did not issue.
+func readCreds(path string) (*creds, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, api.Errorf(api.CodeUnauthenticated, "cannot read Strata credentials: %v", err)
+	}
+	defer wipe(b)
+	tok, err := jwt.ParseDecoratedJWT(b)
+	if err != nil {
+		return nil, api.Errorf(api.CodeUnauthenticated, "%s is not a NATS credentials file: %v", path, err)
+	}
+	name, tags, err := userClaims(tok)
+	if err != nil {
+		return nil, api.Errorf(api.CodeUnauthenticated, "%s is not a NATS credentials file (no valid user JWT): %v", path, err)
+	}
+	key, err := jwt.ParseDecoratedUserNKey(b)
+	if err != nil {
+		return nil, api.Errorf(api.CodeUnauthenticated, "%s has no user key: %v", path, err)
+	}
+	for _, tag := range tags {
+		if role, ok := strings.CutPrefix(tag, api.RoleTag); ok && role != string(api.RoleUser) {
+			key.Wipe()
+			return nil, api.Errorf(api.CodeUnauthenticated, "%s holds %s credentials for %q, not a user's", path, role, name)
+		}
+	}
+	if err := api.ValidateUser(name); err != nil {
+		key.Wipe()
+		return nil, api.Errorf(api.CodeUnauthenticated, "%s is not Strata user credentials: %v", path, err)
+	}
+	return &creds{path: path, jwt: tok, user: name, key: key}, nil
+}
+
+// userClaims returns the name and tags of a user JWT without checking its
+// signature: what jwt.DecodeUserClaims returns, for the cost of decoding
+// two fields (in a fresh process the signature check and the decoding of
+// the whole claims set cost more than the connection itself).
+func userClaims(tok string) (name string, tags []string, err error) {
+	parts := strings.Split(tok, ".")
+	if len(parts) != 3 {
+		return "", nil, fmt.Errorf("expected 3 chunks, got %d", len(parts))
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return "", nil, fmt.Errorf("cannot decode the claims: %w", err)
+	}
+	var c struct {
+		Name string `json:"name"`
+		Nats struct {
+			Type jwt.ClaimType `json:"type"`
+			Tags []string      `json:"tags"`
+		} `json:"nats"`
+	}
+	if err := json.Unmarshal(payload, &c); err != nil {
+		return "", nil, fmt.Errorf("cannot decode the claims: %w", err)
+	}
+	if c.Nats.Type != jwt.UserClaim {
+		return "", nil, fmt.Errorf("the JWT is a %q, not a %q", c.Nats.Type, jwt.UserClaim)
+	}
+	return c.Name, c.Nats.Tags, nil
+}
+
+// auth is nats.UserCredentials for credentials already read. The first
+// connection uses the JWT and key pair that Dial read, and derives the
+// key (an ed25519 scalar multiplication that, in a fresh process, first
+// builds the curve's precomputed tables) while the connection is being
+// set up rather than after the server's INFO has arrived. Reconnections
+// read the file again and keep no key in memory, as nats.UserCredentials
+// does. release wipes the key read by Dial if no connection used it.
+func (c *creds) auth() (opt nats.Option, release func()) {
+	var mu sync.Mutex
+	first := c.key
+	derived := make(chan struct{})
+	go func(kp nkeys.KeyPair) {
+		defer close(derived)
+		kp.PublicKey() // derives the ed25519 key pair
+	}(first)
+	release = func() {
+		mu.Lock()
+		kp := first
+		first = nil
+		mu.Unlock()
+		if kp != nil {
+			<-derived
+			kp.Wipe()
+		}
+	}
+	user := func() (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if first != nil {
+			return c.jwt, nil
+		}
+		b, err := os.ReadFile(c.path)
+		if err != nil {
+			return "", fmt.Errorf("nats: %w", err)
+		}
+		defer wipe(b)
+		return jwt.ParseDecoratedJWT(b)
+	}
+	sign := func(nonce []byte) ([]byte, error) {
+		mu.Lock()
+		kp := first
+		first = nil
+		mu.Unlock()
+		if kp != nil {
+			<-derived
+		} else {
+			b, err := os.ReadFile(c.path)
+			if err != nil {
+				return nil, fmt.Errorf("unable to read the key in %q: %w", c.path, err)
+			}
+			kp, err = jwt.ParseDecoratedUserNKey(b)
+			wipe(b)
+			if err != nil {
+				return nil, fmt.Errorf("unable to extract key pair from file %q: %w", c.path, err)
+			}
+		}
+		defer kp.Wipe()
+		return kp.Sign(nonce)
+	}
+	return nats.UserJWT(user, sign), release
+}
+
+// wipe overwrites a buffer that held a seed, as nats.go does.
+func wipe(b []byte) {
+	for i := range b {
+		b[i] = 'x'
+	}
+}

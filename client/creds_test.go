@@ -1,0 +1,139 @@
+package client
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
+
+	"github.com/strata-hpc/strata/api"
+)
+
+// credsFile writes a .creds file for a user named name with tags, signed by
+// a fresh account key, and returns its path and the user's key pair.
+func credsFile(t *testing.T, name string, tags ...string) (string, nkeys.KeyPair) {
+	t.Helper()
+	acct, _ := nkeys.CreateAccount()
+	user, _ := nkeys.CreateUser()
+	pub, _ := user.PublicKey()
+	uc := jwt.NewUserClaims(pub)
+	uc.Name = name
+	uc.Tags.Add(tags...)
+	tok, err := uc.Encode(acct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed, _ := user.Seed()
+	data, err := jwt.FormatUserConfig(tok, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), name+".creds")
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p, user
+}
+
+func TestReadCreds(t *testing.T) {
+	good, _ := credsFile(t, "alice", api.RoleTag+string(api.RoleUser))
+	c, err := readCreds(good)
+	if err != nil || c.user != "alice" {
+		t.Fatalf("readCreds(alice) = %+v, %v", c, err)
+	}
+	c.key.Wipe()
+
+	dir := t.TempDir()
+	write := func(name, data string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	broker, _ := credsFile(t, "svc", api.RoleTag+"broker")
+	badName, _ := credsFile(t, "Not A Name")
+	goodData, _ := os.ReadFile(good)
+	jwtOnly, _ := jwt.ParseDecoratedJWT(goodData)
+	acct, _ := nkeys.CreateAccount()
+	apub, _ := acct.PublicKey()
+	accountJWT, _ := jwt.NewAccountClaims(apub).Encode(acct)
+	for _, tc := range []struct{ name, path, want string }{
+		{"missing", filepath.Join(dir, "none.creds"), "cannot read Strata credentials"},
+		{"not a JWT", write("text", "hello\n"), "no valid user JWT"},
+		{"bad claims", write("claims", "a.!!!.c"), "no valid user JWT"},
+		{"an account JWT", write("account", accountJWT), "not a \"user\""},
+		{"no seed", write("jwt-only", jwtOnly), "has no user key"},
+		{"another role", broker, "holds broker credentials"},
+		{"bad user name", badName, "is not Strata user credentials"},
+	} {
+		_, err := readCreds(tc.path)
+		if !errors.Is(err, api.ErrUnauthenticated) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: readCreds = %v; want unauthenticated, %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// The first connection signs with the key read at Dial; later ones read the
+// file again, as nats.UserCredentials does.
+func TestCredsAuth(t *testing.T) {
+	p, user := credsFile(t, "alice")
+	c, err := readCreds(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt, release := c.auth()
+	defer release()
+	var o nats.Options
+	if err := opt(&o); err != nil {
+		t.Fatal(err)
+	}
+	nonce := []byte("nonce")
+	for i, remove := range []bool{false, false, true} {
+		if remove {
+			os.Remove(p)
+		}
+		tok, err := o.UserJWT()
+		if remove {
+			if err == nil {
+				t.Errorf("connection %d: got the JWT from a removed file", i)
+			}
+			if _, err := o.SignatureCB(nonce); err == nil {
+				t.Errorf("connection %d: signed with a key from a removed file", i)
+			}
+			continue
+		}
+		if err != nil || tok != c.jwt {
+			t.Fatalf("connection %d: JWT %q, %v", i, tok, err)
+		}
+		sig, err := o.SignatureCB(nonce)
+		if err != nil {
+			t.Fatalf("connection %d: sign: %v", i, err)
+		}
+		if err := user.Verify(nonce, sig); err != nil {
+			t.Errorf("connection %d: signature does not verify: %v", i, err)
+		}
+	}
+}
+
+func TestRefusedSubject(t *testing.T) {
+	for _, tc := range []struct {
+		msg, want string
+		ok        bool
+	}{
+		{`nats: permissions violation: Permissions Violation for Publish to "strata.v1.req.bob.root.echo"`, "strata.v1.req.bob.root.echo", true},
+		{`Permissions Violation for Subscription to "_INBOX.>"`, "", false},
+		{`Publish to ""`, "", false},
+		{`Publish to "unterminated`, "", false},
+	} {
+		got, ok := refusedSubject(tc.msg)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("refusedSubject(%q) = %q, %v; want %q, %v", tc.msg, got, ok, tc.want, tc.ok)
+		}
+	}
+}
