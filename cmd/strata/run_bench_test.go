@@ -20,9 +20,16 @@ import (
 // running ('strata broker start', a process of its own, 16 nodes). The
 // issue's target is a median of 20 ms at most; the median and the 90th
 // percentile are reported in ms. The binary is built, and the broker
-// started, once for all the runs of the sub-benchmark.
+// started, once for all the runs of the sub-benchmarks.
 //
-//	go test -run '^$' -bench RunCommand -benchtime 200x ./cmd/strata/
+// Two more sub-benchmarks break the figure down: start is 'strata
+// version', the cost of starting and ending the process (the runtime and
+// the package initialisation of everything the binary links, nats-server
+// included) that every command pays; whoami adds connecting to the broker
+// and one request. run's own work is true's figure less whoami's, plus
+// one request.
+//
+//	go test -run '^$' -bench RunCommand -benchtime 100x ./cmd/strata/
 func BenchmarkRunCommand(b *testing.B) {
 	if testing.Short() {
 		b.Skip("builds and runs the strata binary; skipped with -short")
@@ -32,26 +39,45 @@ func BenchmarkRunCommand(b *testing.B) {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
 	uri, creds, work, env := runBenchBroker(b, bin)
+	conn := []string{"--uri", uri, "--creds", creds}
+	command := func(args ...string) func(*testing.B) {
+		return func(b *testing.B) {
+			cmd := exec.Command(bin, args...)
+			cmd.Dir, cmd.Env = work, env
+			if out, err := cmd.CombinedOutput(); err != nil {
+				b.Fatalf("strata %s: %v: %q", strings.Join(args, " "), err, out)
+			}
+		}
+	}
 	run := func(b *testing.B) {
-		cmd := exec.Command(bin, "run", "--uri", uri, "--creds", creds, "--", "true")
+		cmd := exec.Command(bin, append(append([]string{"run"}, conn...), "--", "true")...)
 		cmd.Dir, cmd.Env = work, env
 		if out, err := cmd.CombinedOutput(); err != nil || len(out) != 0 {
 			b.Fatalf("strata run true: %v: %q", err, out)
 		}
 	}
 	run(b) // warm up: the broker's executor starts its keeper
-	b.Run("true", func(b *testing.B) {
-		lat := make([]time.Duration, 0, b.N)
-		for range b.N {
-			t0 := time.Now()
-			run(b)
-			lat = append(lat, time.Since(t0))
-		}
-		b.StopTimer()
-		slices.Sort(lat)
-		b.ReportMetric(millis(lat[len(lat)/2]), "ms-median")
-		b.ReportMetric(millis(lat[len(lat)*9/10]), "ms-p90")
-	})
+	for _, bm := range []struct {
+		name string
+		run  func(*testing.B)
+	}{
+		{"start", command("version")},
+		{"whoami", command(append([]string{"whoami"}, conn...)...)},
+		{"true", run},
+	} {
+		b.Run(bm.name, func(b *testing.B) {
+			lat := make([]time.Duration, 0, b.N)
+			for range b.N {
+				t0 := time.Now()
+				bm.run(b)
+				lat = append(lat, time.Since(t0))
+			}
+			b.StopTimer()
+			slices.Sort(lat)
+			b.ReportMetric(millis(lat[len(lat)/2]), "ms-median")
+			b.ReportMetric(millis(lat[len(lat)*9/10]), "ms-p90")
+		})
+	}
 }
 
 func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
