@@ -278,6 +278,18 @@ func (b *Broker) noKeyError() error {
 // req.Force, which issues new credentials (old ones stay valid: NATS user
 // JWTs are not revoked).
 func (b *Broker) AddUser(ctx context.Context, req api.UserAddRequest) (api.UserAddReply, error) {
+	if req.Executor {
+		// Executors are not users: nothing is recorded, and their
+		// credentials only speak the executor protocol.
+		if req.Admin {
+			return api.UserAddReply{}, api.Errorf(api.CodeInvalidArgument, "executor credentials cannot be admin credentials; drop --admin")
+		}
+		creds, err := b.MintCreds(api.RoleExecutor, req.Name, false)
+		if err != nil {
+			return api.UserAddReply{}, err
+		}
+		return api.UserAddReply{Name: req.Name, Creds: string(creds)}, nil
+	}
 	if err := api.ValidateUser(req.Name); err != nil {
 		return api.UserAddReply{}, err
 	}

@@ -23,6 +23,7 @@ func (r *Runtime) handler(path string) Handler {
 		api.OpResources: func(ctx context.Context, q Request) (any, error) { return r.resources(ctx, q) },
 	}
 	r.resvOps(m)
+	r.qpuOps(m)
 	return m
 }
 

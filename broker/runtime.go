@@ -38,6 +38,12 @@ type Resources struct {
 	// Executor runs the jobs; default a local executor with its state
 	// under the broker's state directory.
 	Executor executor.Executor
+	// QPUConcurrency is how many QPU jobs each backend runs at once (its
+	// devices); default 1.
+	QPUConcurrency map[string]int
+	// QPUHeartbeat is how often QPU executors send heartbeats; one that
+	// is silent for three is gone. Default 1 s.
+	QPUHeartbeat time.Duration
 }
 
 // Runtime hosts the scheduling core in the broker. Every input (a request,
@@ -83,6 +89,8 @@ type Runtime struct {
 
 	startSem chan struct{} // bounds concurrent executor starts
 	done     chan struct{}
+
+	qp qpuRuntime // the QPU scheduler and what waits on it
 }
 
 // maxStarts bounds the executor starts in flight at once.
@@ -155,14 +163,20 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 		done:      make(chan struct{}),
 	}
 	r.idle = sync.NewCond(&r.mu)
+	if err := r.startQPU(); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(b.ctx, b.opts.StartTimeout)
 	defer cancel()
-	for _, bucket := range []string{JobsBucket, ResvsBucket} {
+	for _, bucket := range []string{JobsBucket, ResvsBucket, QPUBucket} {
 		if _, err := b.KeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, Description: "Strata " + bucket}); err != nil {
 			return nil, err
 		}
 	}
 	if err := r.restore(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.serveExecutors(); err != nil {
 		return nil, err
 	}
 	go r.reapExits()
@@ -211,6 +225,9 @@ func (r *Runtime) restore(ctx context.Context) error {
 	lost, err := r.in.Restore(now, resvs, jobs)
 	if err != nil {
 		return fmt.Errorf("broker: restore: %w", err)
+	}
+	if err := r.restoreQPU(ctx); err != nil {
+		return err
 	}
 	if _, err := r.serve(r.in.Path()); err != nil {
 		return err
@@ -282,6 +299,12 @@ func (r *Runtime) Close() error {
 	if r.timer != nil {
 		r.timer.Stop()
 	}
+	if r.qp.timer != nil {
+		r.qp.timer.Stop()
+	}
+	if r.qp.svc != nil {
+		r.qp.svc.Stop()
+	}
 	svcs := make([]*Service, 0, len(r.services))
 	for _, s := range r.services {
 		svcs = append(svcs, s)
@@ -327,6 +350,7 @@ func (r *Runtime) apply() {
 		}
 		for _, id := range rd.Jobs {
 			r.markJob(id)
+			r.qpuJobChanged(id)
 		}
 		for _, name := range rd.Resvs {
 			if !r.isDirtyRv[name] {
@@ -349,6 +373,7 @@ func (r *Runtime) apply() {
 			}
 		}
 	}
+	r.applyQPU()
 	r.arm()
 }
 
@@ -374,8 +399,8 @@ type output struct {
 // batch and run the starts itself).
 func (r *Runtime) output() output {
 	var out output
-	if len(r.dirtyJobs) > 0 || len(r.dirtyResvs) > 0 {
-		b := &batch{recs: make([]record, 0, len(r.dirtyJobs)+len(r.dirtyResvs)), prev: r.tail, done: make(chan struct{})}
+	if len(r.dirtyJobs) > 0 || len(r.dirtyResvs) > 0 || len(r.qp.recs) > 0 || len(r.qp.handouts) > 0 {
+		b := &batch{recs: make([]record, 0, len(r.dirtyJobs)+len(r.dirtyResvs)+len(r.qp.recs)), prev: r.tail, done: make(chan struct{})}
 		for _, id := range r.dirtyJobs {
 			j, ok := r.in.Job(id)
 			if !ok {
@@ -392,6 +417,9 @@ func (r *Runtime) output() output {
 				b.recs = append(b.recs, record{bucket: ResvsBucket, key: name, v: rv})
 			}
 		}
+		b.recs = append(b.recs, r.qp.recs...)
+		b.handouts = r.qp.handouts
+		r.qp.recs, r.qp.handouts = nil, nil
 		clear(r.isDirty)
 		clear(r.isDirtyRv)
 		r.dirtyJobs, r.dirtyResvs = r.dirtyJobs[:0], r.dirtyResvs[:0]
@@ -416,6 +444,9 @@ type batch struct {
 	recs []record
 	prev <-chan struct{} // closed once the previous batch is published
 	done chan struct{}   // closed once this one is
+	// handouts are QPU jobs given to executors' pulls, answered once
+	// the records are durable.
+	handouts []handout
 }
 
 // publish encodes the records and publishes them asynchronously; the
@@ -450,7 +481,7 @@ func (b *batch) publish(r *Runtime) []jetstream.PubAckFuture {
 		}
 		fs = append(fs, f)
 	}
-	return fs
+	return answerHandouts(r.b.ctx, b.handouts, fs)
 }
 
 // finish carries out an input's output without the lock: it publishes the
@@ -495,19 +526,26 @@ func (r *Runtime) effect(e instance.Effect) {
 			t.signals = append(t.signals, e.Signal) // sent once it has started
 			return
 		}
-		if d := r.walltimeLag(e); d > 0 {
-			id, sig := e.Job, e.Signal
-			time.AfterFunc(d, func() { r.signal(id, sig) })
-			return
-		}
-		r.signal(e.Job, e.Signal)
+		r.signalOnTime(e.Job, e.Signal)
 	case instance.StartChild:
 		if _, err := r.serve(e.ChildPath); err != nil {
 			r.b.log.Error("cannot serve child instance", "path", e.ChildPath, "err", err)
 		}
 	case instance.StopChild:
 		r.unserve(e.ChildPath)
+		r.qpuInstanceEnded(e.ChildPath)
 	}
+}
+
+// signalOnTime sends sig to job id now, or, for a walltime signal that
+// would come early, once the job has had its whole walltime. r.mu must be
+// held.
+func (r *Runtime) signalOnTime(id instance.JobID, sig syscall.Signal) {
+	if d := r.walltimeLag(id, sig); d > 0 {
+		time.AfterFunc(d, func() { r.signal(id, sig) })
+		return
+	}
+	r.signal(id, sig)
 }
 
 // maxWalltimeLag bounds walltimeLag, so that a slow start cannot keep a
@@ -519,17 +557,17 @@ const maxWalltimeLag = 2 * time.Second
 // the core's eyes, whose walltime deadline would then cut it short by up
 // to a second. A job always gets its whole walltime, measured from its
 // process's real start; the signal waits for it (at most maxWalltimeLag).
-func (r *Runtime) walltimeLag(e instance.Effect) time.Duration {
-	m := r.meta[e.Job]
+func (r *Runtime) walltimeLag(id instance.JobID, sig syscall.Signal) time.Duration {
+	m := r.meta[id]
 	if m == nil || m.Exec == nil || m.Exec.StartedAt.IsZero() {
 		return 0
 	}
-	j, ok := r.in.Job(e.Job)
+	j, ok := r.in.Job(id)
 	if !ok || j.Term.EndState != instance.Timeout {
 		return 0
 	}
 	due := m.Exec.StartedAt.Add(time.Duration(j.Spec.Walltime) * time.Second)
-	if e.Signal == syscall.SIGKILL {
+	if sig == syscall.SIGKILL {
 		grace := time.Duration(secs(r.res.KillGrace)) * time.Second
 		if j.Term.Grace > 0 {
 			grace = time.Duration(j.Term.Grace) * time.Second
@@ -674,7 +712,7 @@ func (r *Runtime) start(t *startTask) output {
 			r.markJob(t.job)
 		}
 		for _, sig := range t.signals {
-			r.signal(t.job, sig)
+			r.signalOnTime(t.job, sig)
 		}
 	}
 	r.apply()

@@ -1,8 +1,10 @@
 package instance
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/strata-hpc/strata/timeline"
 )
@@ -49,4 +51,17 @@ func (in *Instance) RevokeSlots(now Time, who Actor, id JobID, backend, reason s
 	o.dirty()
 	in.settle(now)
 	return nil
+}
+
+// SlotJobs returns copies of the jobs of the whole tree that asked for QPU
+// slots and have started, in ID order: what QPU accounting needs.
+func (in *Instance) SlotJobs() []Job {
+	var out []Job
+	for _, j := range in.sh.jobs {
+		if j.Start != 0 && len(j.Spec.Slots) > 0 {
+			out = append(out, j.copy())
+		}
+	}
+	slices.SortFunc(out, func(a, b Job) int { return cmp.Compare(a.ID, b.ID) })
+	return out
 }

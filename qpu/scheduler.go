@@ -563,6 +563,14 @@ func (s *Scheduler) Heartbeat(now Time, executor, backend string, job JobID) (ab
 	}
 	b.executors[executor] = now
 	if job == 0 {
+		// An idle executor that the scheduler thinks busy lost its job
+		// (or never received it): after a heartbeat timeout, to let a
+		// job handed out just now arrive, the job is requeued.
+		for _, id := range s.runningOn(b, executor) {
+			if j := s.jobs[id]; now-j.Start >= s.cfg.HeartbeatTimeout {
+				s.lose(now, b, j, fmt.Sprintf("executor %s is idle but never ran it", executor))
+			}
+		}
 		return false, nil
 	}
 	j, ok := s.jobs[job]
@@ -655,32 +663,40 @@ func (s *Scheduler) SetMaint(backend string, on bool, reason string) (Backend, e
 func (s *Scheduler) Tick(now Time) {
 	for _, name := range s.names {
 		b := s.backends[name]
+		var gone []string
 		for ex, seen := range b.executors {
-			if now-seen < s.cfg.HeartbeatTimeout {
-				continue
+			if now-seen >= s.cfg.HeartbeatTimeout {
+				gone = append(gone, ex)
 			}
+		}
+		slices.Sort(gone)
+		for _, ex := range gone {
 			delete(b.executors, ex)
 			for _, id := range s.runningOn(b, ex) {
-				j := s.jobs[id]
-				s.offDevice(b, j)
-				if j.OnDevice || j.State != Running {
-					j.OnDevice = false
-					s.markJob(id)
-					continue
-				}
-				ss := s.sessions[SessionKey{Path: j.Session, Backend: j.Backend}]
-				why := fmt.Sprintf("executor %s stopped sending heartbeats while running it", ex)
-				if j.Attempts >= s.cfg.MaxAttempts || ss == nil || !ss.Open() {
-					s.finish(now, j, Failed, fmt.Sprintf("%s (attempt %d of %d)", why, j.Attempts, s.cfg.MaxAttempts))
-					continue
-				}
-				j.Reason = "requeued: " + why
-				j.Start, j.Executor = 0, ""
-				s.enqueue(b, ss, j, true)
-				s.markJob(id)
+				s.lose(now, b, s.jobs[id], fmt.Sprintf("executor %s stopped sending heartbeats while running it", ex))
 			}
 		}
 	}
+}
+
+// lose takes job j off b's device, where its executor no longer runs it:
+// it is requeued at the head of its session (once) or failed.
+func (s *Scheduler) lose(now Time, b *backend, j *Job, why string) {
+	s.offDevice(b, j)
+	if j.OnDevice || j.State != Running {
+		j.OnDevice = false
+		s.markJob(j.ID)
+		return
+	}
+	ss := s.sessions[SessionKey{Path: j.Session, Backend: j.Backend}]
+	if j.Attempts >= s.cfg.MaxAttempts || ss == nil || !ss.Open() {
+		s.finish(now, j, Failed, fmt.Sprintf("%s (attempt %d of %d)", why, j.Attempts, s.cfg.MaxAttempts))
+		return
+	}
+	j.Reason = "requeued: " + why
+	j.Start, j.Executor = 0, ""
+	s.enqueue(b, ss, j, true)
+	s.markJob(j.ID)
 }
 
 // runningOn returns the jobs executor has on b's device, by ID.

@@ -302,6 +302,29 @@ func TestExecutorLoss(t *testing.T) {
 	}
 }
 
+// TestIdleExecutorLostJob: an executor that says it is idle while the
+// scheduler thinks it runs a job (the hand-out never reached it) gets the
+// job requeued, once a heartbeat timeout has passed since the hand-out.
+func TestIdleExecutorLostJob(t *testing.T) {
+	s := newSched(t, 1)
+	open(t, s, "root.a", 2, "alice")
+	id := submit(t, s, 0, "alice", "root.a")
+	if _, ok, _ := s.Pull(100, "ex", "qpu0"); !ok {
+		t.Fatal("nothing pulled")
+	}
+	s.Heartbeat(500, "ex", "qpu0", 0) // the hand-out may still be on its way
+	if j, _ := s.Job(id); j.State != Running {
+		t.Fatalf("requeued too early: %s", j.State)
+	}
+	s.Heartbeat(1100, "ex", "qpu0", 0)
+	if j, _ := s.Job(id); j.State != Queued || !contains(j.Reason, "idle but never ran it") {
+		t.Fatalf("after an idle heartbeat: %s %q", j.State, j.Reason)
+	}
+	if task, ok, _ := s.Pull(1200, "ex", "qpu0"); !ok || task.Job != id || task.Attempt != 2 {
+		t.Fatalf("the retry: %+v", task)
+	}
+}
+
 func TestMaint(t *testing.T) {
 	s := newSched(t, 1)
 	open(t, s, "root.a", 2, "alice")

@@ -1,0 +1,916 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/strata-hpc/strata/api"
+	"github.com/strata-hpc/strata/instance"
+	"github.com/strata-hpc/strata/qpu"
+	"github.com/strata-hpc/strata/resv"
+)
+
+// QPUBucket holds the QPU scheduler's records: "job.ID" (a qpu.Job),
+// "session.PATH.BACKEND" (a qpu.Session) and "backend.NAME" (a qpu.Backend).
+const QPUBucket = "strata_qpu"
+
+// qpuRuntime is the runtime's QPU side: the scheduler core, and what
+// waits on it. Everything in it is guarded by Runtime.mu.
+type qpuRuntime struct {
+	s         *qpu.Scheduler
+	heartbeat time.Duration
+	pullWait  time.Duration
+	// recs are the changed records, taken by output with the core's.
+	recs []record
+	// pulls are executors' pull requests waiting for a job, by backend,
+	// oldest first.
+	pulls map[string][]*pull
+	// handouts are tasks given to waiting pulls, answered once their
+	// records are durable.
+	handouts []handout
+	// results are qpu-result requests waiting for a job to end.
+	results map[qpu.JobID][]chan struct{}
+	// byJob maps a core job holding an open session to its session path.
+	byJob  map[instance.JobID]string
+	timer  *time.Timer
+	wakeAt qpu.Time
+	svc    micro.Service
+}
+
+type pull struct {
+	exec, backend string
+	req           micro.Request
+	timer         *time.Timer
+	done          bool
+}
+
+type handout struct {
+	p    *pull
+	task api.ExecTask
+}
+
+func qpuNow() qpu.Time { return qpu.Time(time.Now().UnixMilli()) }
+
+// startQPU creates the QPU scheduler for the configured backends; restoreQPU
+// fills it and serveExecutors starts the executor protocol.
+func (r *Runtime) startQPU() error {
+	var bcs []qpu.BackendConfig
+	for _, p := range r.res.QPUs {
+		bcs = append(bcs, qpu.BackendConfig{Name: p.Name, Slots: p.Size, Concurrency: r.res.QPUConcurrency[p.Name]})
+	}
+	hb := r.res.QPUHeartbeat
+	if hb <= 0 {
+		hb = time.Second
+	}
+	s, err := qpu.New(qpu.Config{Backends: bcs, HeartbeatTimeout: qpu.Time(3 * hb / time.Millisecond)})
+	if err != nil {
+		return fmt.Errorf("broker: QPU backends: %w", err)
+	}
+	r.qp = qpuRuntime{s: s, heartbeat: hb, pullWait: 10 * time.Second, pulls: map[string][]*pull{},
+		results: map[qpu.JobID][]chan struct{}{}, byJob: map[instance.JobID]string{}}
+	return nil
+}
+
+// restoreQPU loads the QPU records and ends the sessions whose holders are
+// gone. It runs under r.mu, after the core's restore.
+func (r *Runtime) restoreQPU(ctx context.Context) error {
+	var (
+		backs []qpu.Backend
+		sess  []qpu.Session
+		jobs  []qpu.Job
+	)
+	err := r.loadAll(ctx, QPUBucket, func(data []byte) error {
+		var probe struct {
+			ID  *uint64         `json:"id"`
+			Key *qpu.SessionKey `json:"key"`
+		}
+		if err := json.Unmarshal(data, &probe); err != nil {
+			return err
+		}
+		switch {
+		case probe.ID != nil:
+			jobs = append(jobs, qpu.Job{})
+			return json.Unmarshal(data, &jobs[len(jobs)-1])
+		case probe.Key != nil:
+			sess = append(sess, qpu.Session{})
+			return json.Unmarshal(data, &sess[len(sess)-1])
+		}
+		backs = append(backs, qpu.Backend{})
+		return json.Unmarshal(data, &backs[len(backs)-1])
+	})
+	if err != nil {
+		return err
+	}
+	if err := r.qp.s.Restore(qpuNow(), backs, sess, jobs); err != nil {
+		return fmt.Errorf("broker: restore QPU state: %w", err)
+	}
+	for _, ss := range r.qp.s.Sessions() {
+		if !ss.Open() {
+			continue
+		}
+		if _, _, start, ok := r.slotHolder(ss.Key.Path, ss.Key.Backend); !ok || qpu.Time(start)*1000 > ss.Opened {
+			r.qp.s.Close(qpuNow(), ss.Key.Path, ss.Key.Backend, "its instance ended while the broker was down")
+		} else if id, ok := jobOfPath(ss.Key.Path); ok {
+			r.qp.byJob[id] = ss.Key.Path
+		}
+	}
+	r.b.log.Info("QPU state restored", "jobs", len(jobs), "sessions", len(sess))
+	return nil
+}
+
+// jobOfPath returns the job whose session path this is (PARENT.jID).
+func jobOfPath(path string) (instance.JobID, bool) {
+	i := strings.LastIndexByte(path, '.')
+	if i < 0 || !strings.HasPrefix(path[i+1:], "j") {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(path[i+2:], 10, 64)
+	return instance.JobID(n), err == nil && n > 0
+}
+
+// slotHolder returns what holds slots on backend at path now: the slots,
+// the users who may use them, and when the holder started (core seconds).
+// A holder is a running job (the session path is its instance's path and
+// "j" with its ID, whether or not it is a child instance) or an active
+// reservation.
+func (r *Runtime) slotHolder(path, backend string) (slots int, users []string, start instance.Time, ok bool) {
+	if id, isJob := jobOfPath(path); isJob {
+		j, found := r.in.Job(id)
+		if !found || j.State != instance.Running || j.Path+".j"+strconv.FormatInt(int64(id), 10) != path {
+			return 0, nil, 0, false
+		}
+		return j.Spec.Slots[backend], []string{j.Spec.User}, j.Start, j.Spec.Slots[backend] > 0
+	}
+	name, isResv := strings.CutPrefix(path, api.RootPath+".")
+	if !isResv {
+		return 0, nil, 0, false
+	}
+	rv, found := r.in.Resv(name)
+	if !found || rv.Path != path || rv.State != resv.Active || rv.Slots[backend] == 0 {
+		return 0, nil, 0, false
+	}
+	return rv.Slots[backend], rv.Users, rv.Start, true
+}
+
+// qpuJobChanged ends the sessions of a core job that stopped running.
+func (r *Runtime) qpuJobChanged(id instance.JobID) {
+	path, ok := r.qp.byJob[id]
+	if !ok {
+		return
+	}
+	j, _ := r.in.Job(id)
+	if j.State == instance.Running {
+		return
+	}
+	delete(r.qp.byJob, id)
+	r.qp.s.Close(qpuNow(), path, "", fmt.Sprintf("its job %d ended (%s)", id, j.State))
+}
+
+// qpuInstanceEnded ends the sessions of a child instance (a reservation)
+// that stopped.
+func (r *Runtime) qpuInstanceEnded(path string) {
+	r.qp.s.Close(qpuNow(), path, "", "its instance "+path+" ended")
+}
+
+// applyQPU carries out what the QPU scheduler decided: records to persist,
+// waiting pulls to serve, executors to tell. It runs under r.mu, at the end
+// of apply.
+func (r *Runtime) applyQPU() {
+	for {
+		rd := r.qp.s.Ready()
+		if rd.Empty() {
+			break
+		}
+		for _, id := range rd.Jobs {
+			j, _ := r.qp.s.Job(id)
+			r.qp.recs = append(r.qp.recs, record{bucket: QPUBucket, key: "job." + strconv.FormatUint(uint64(id), 10), v: j})
+			if j.State.Final() {
+				for _, c := range r.qp.results[id] {
+					close(c)
+				}
+				delete(r.qp.results, id)
+			}
+		}
+		for _, k := range rd.Sessions {
+			ss, _ := r.qp.s.Session(k)
+			r.qp.recs = append(r.qp.recs, record{bucket: QPUBucket, key: "session." + k.Path + "." + k.Backend, v: ss})
+		}
+		if len(rd.Backends) > 0 {
+			for _, st := range r.qp.s.Status() {
+				for _, n := range rd.Backends {
+					if n == st.Name {
+						r.qp.recs = append(r.qp.recs, record{bucket: QPUBucket, key: "backend." + n, v: st.Backend})
+					}
+				}
+			}
+		}
+		for _, a := range rd.Aborts {
+			data, _ := json.Marshal(api.ExecTask{ID: uint64(a.Job)})
+			_ = r.b.nc.Publish(api.RoleExecutor.InboxPrefix(a.Executor)+".abort", data)
+		}
+		for _, name := range rd.Wake {
+			r.servePulls(name)
+		}
+	}
+	r.armQPU()
+}
+
+// servePulls hands jobs of backend to waiting pulls, oldest first.
+func (r *Runtime) servePulls(backend string) {
+	now := qpuNow()
+	ps := r.qp.pulls[backend]
+	for len(ps) > 0 {
+		p := ps[0]
+		if p.done {
+			ps = ps[1:]
+			continue
+		}
+		t, ok, err := r.qp.s.Pull(now, p.exec, backend)
+		if err != nil || !ok {
+			break
+		}
+		ps = ps[1:]
+		p.done = true
+		p.timer.Stop()
+		r.qp.handouts = append(r.qp.handouts, handout{p: p, task: execTask(t)})
+	}
+	r.qp.pulls[backend] = ps
+}
+
+func execTask(t qpu.Task) api.ExecTask {
+	return api.ExecTask{ID: uint64(t.Job), Backend: t.Backend, Shots: t.Shots, Payload: t.Payload, Attempt: t.Attempt}
+}
+
+// armQPU sets the timer for the QPU scheduler's next wake (an executor's
+// heartbeat deadline).
+func (r *Runtime) armQPU() {
+	t, ok := r.qp.s.NextWake()
+	if !ok || r.closed || (r.qp.timer != nil && r.qp.wakeAt == t) {
+		return
+	}
+	r.qp.wakeAt = t
+	d := time.Until(time.UnixMilli(int64(t))) + time.Millisecond
+	if r.qp.timer == nil {
+		r.qp.timer = time.AfterFunc(d, r.tickQPU)
+	} else {
+		r.qp.timer.Reset(d)
+	}
+}
+
+func (r *Runtime) tickQPU() {
+	r.do(r.b.ctx, func(instance.Time) (any, error) {
+		r.qp.wakeAt = 0
+		r.qp.s.Tick(qpuNow())
+		return nil, nil
+	})
+}
+
+// qpuError maps the QPU scheduler's errors to wire errors.
+func qpuError(err error) error {
+	if err == nil {
+		return nil
+	}
+	for _, m := range []struct {
+		target error
+		code   api.Code
+	}{
+		{qpu.ErrNotFound, api.CodeNotFound},
+		{qpu.ErrPermission, api.CodePermissionDenied},
+		{qpu.ErrInvalid, api.CodeInvalidArgument},
+		{qpu.ErrState, api.CodeConflict},
+	} {
+		if errors.Is(err, m.target) {
+			return api.Errorf(m.code, "%s", strings.TrimPrefix(err.Error(), m.target.Error()+": "))
+		}
+	}
+	return err
+}
+
+// --- user operations -----------------------------------------------------
+
+func (r *Runtime) qpuOps(m Mux) {
+	m[api.OpQPUSubmit] = r.qpuSubmit
+	m[api.OpQPUJobs] = r.qpuJobs
+	m[api.OpQPUShow] = r.qpuShow
+	m[api.OpQPUCancel] = r.qpuCancel
+	m[api.OpQPUResult] = r.qpuResult
+	m[api.OpQPUStatus] = r.qpuStatus
+	m[api.OpQPUSlots] = r.qpuSlots
+	m[api.OpQPUMaint] = r.qpuMaint
+	m[api.OpQPURevoke] = r.qpuRevoke
+	m[api.OpQPUAcct] = r.qpuAcct
+}
+
+func msTime(t qpu.Time) time.Time {
+	if t == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(int64(t)).UTC()
+}
+
+func apiQPUJob(j qpu.Job, withResult bool) api.QPUJob {
+	out := api.QPUJob{
+		ID: uint64(j.ID), Name: j.Name, User: j.User, Session: j.Session, Backend: j.Backend, Shots: j.Shots,
+		State: api.QPUJobState(j.State.String()), Reason: j.Reason, Submit: msTime(j.Submit), Start: msTime(j.Start),
+		End: msTime(j.End), ExecMS: j.ExecMS, Executor: j.Executor, Attempts: j.Attempts, Bytes: len(j.Payload),
+	}
+	if withResult && j.State.Final() && (j.Counts != nil || j.Log != "") {
+		out.Result = &api.QPUResult{Counts: j.Counts, Log: j.Log}
+	}
+	return out
+}
+
+func (r *Runtime) qpuSubmit(ctx context.Context, q Request) (any, error) {
+	var sr api.QPUSubmitRequest
+	if err := q.Decode(&sr); err != nil {
+		return nil, err
+	}
+	if err := sr.Validate(); err != nil {
+		return nil, err
+	}
+	return r.do(ctx, func(instance.Time) (any, error) {
+		now := qpuNow()
+		path := q.Path
+		if sr.Job != 0 {
+			j, err := r.visible(q, sr.Job)
+			if err != nil {
+				return nil, err
+			}
+			path = j.Path + ".j" + sr.Job.String()
+		}
+		if sr.Key != "" { // a retry: the first answer, before any check
+			if j, ok := r.qpuByKey(q.User, sr.Key); ok {
+				return apiQPUJob(j, false), nil
+			}
+		}
+		slots, users, start, ok := r.slotHolder(path, sr.Backend)
+		if !ok {
+			return nil, api.Errorf(api.CodeFailedPrecondition,
+				"%s holds no %s slots now: submit from inside a job or reservation that holds them (for example 'strata alloc --qpu %s:1'), or from a job started with --qpu (STRATA_JOBID)", path, sr.Backend, sr.Backend)
+		}
+		key := qpu.SessionKey{Path: path, Backend: sr.Backend}
+		if ss, ok := r.qp.s.Session(key); ok && !ss.Open() && ss.Closed >= qpu.Time(start)*1000 {
+			return nil, api.Errorf(api.CodeFailedPrecondition, "the %s session of %s has ended: %s", sr.Backend, path, ss.Reason)
+		}
+		if _, err := r.qp.s.Open(now, path, sr.Backend, slots, users); err != nil {
+			return nil, qpuError(err)
+		}
+		if id, isJob := jobOfPath(path); isJob {
+			r.qp.byJob[id] = path
+		}
+		id, err := r.qp.s.Submit(now, q.User, q.Admin, path, sr.Backend, qpu.Job{Name: sr.Name, Shots: sr.Shots, Key: sr.Key, Payload: sr.Payload})
+		if err != nil {
+			return nil, qpuError(err)
+		}
+		j, _ := r.qp.s.Job(id)
+		return apiQPUJob(j, false), nil
+	})
+}
+
+func (r *Runtime) qpuByKey(user, key string) (qpu.Job, bool) {
+	for _, j := range r.qp.s.Jobs(func(j *qpu.Job) bool { return j.User == user && j.Key == key }) {
+		return j, true
+	}
+	return qpu.Job{}, false
+}
+
+// qpuVisible returns QPU job id if q's user may see it.
+func (r *Runtime) qpuVisible(q Request, id uint64) (qpu.Job, error) {
+	j, ok := r.qp.s.Job(qpu.JobID(id))
+	if !ok {
+		return j, api.Errorf(api.CodeNotFound, "no QPU job %d; list yours with 'strata qpu jobs'", id)
+	}
+	if !q.Admin && j.User != q.User {
+		return j, api.Errorf(api.CodePermissionDenied, "QPU job %d belongs to %s; you may see only your own", id, j.User)
+	}
+	return j, nil
+}
+
+func (r *Runtime) qpuJobs(_ context.Context, q Request) (any, error) {
+	var jr api.QPUJobsRequest
+	if err := q.Decode(&jr); err != nil {
+		return nil, err
+	}
+	if jr.All && !q.Admin {
+		return nil, api.Errorf(api.CodePermissionDenied, "only administrators may list every user's QPU jobs; drop --all to see yours")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := api.QPUJobsReply{Jobs: []api.QPUJob{}}
+	for _, j := range r.qp.s.Jobs(func(j *qpu.Job) bool {
+		return (jr.All || j.User == q.User) && (jr.Backend == "" || j.Backend == jr.Backend)
+	}) {
+		out.Jobs = append(out.Jobs, apiQPUJob(j, false))
+	}
+	return out, nil
+}
+
+func (r *Runtime) qpuShow(_ context.Context, q Request) (any, error) {
+	var jr api.QPUJobRequest
+	if err := q.Decode(&jr); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	j, err := r.qpuVisible(q, jr.ID)
+	if err != nil {
+		return nil, err
+	}
+	return apiQPUJob(j, false), nil
+}
+
+func (r *Runtime) qpuCancel(ctx context.Context, q Request) (any, error) {
+	var jr api.QPUJobRequest
+	if err := q.Decode(&jr); err != nil {
+		return nil, err
+	}
+	return r.do(ctx, func(instance.Time) (any, error) {
+		if err := r.qp.s.Cancel(qpuNow(), q.User, q.Admin, qpu.JobID(jr.ID)); err != nil {
+			return nil, qpuError(err)
+		}
+		j, _ := r.qp.s.Job(qpu.JobID(jr.ID))
+		return apiQPUJob(j, false), nil
+	})
+}
+
+func (r *Runtime) qpuResult(ctx context.Context, q Request) (any, error) {
+	var rr api.QPUResultRequest
+	if err := q.Decode(&rr); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	j, err := r.qpuVisible(q, rr.ID)
+	if err != nil || j.State.Final() || !rr.Wait {
+		r.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		return apiQPUJob(j, true), nil
+	}
+	c := make(chan struct{})
+	r.qp.results[j.ID] = append(r.qp.results[j.ID], c)
+	r.mu.Unlock()
+	timeout := 10 * time.Second
+	if rr.TimeoutMS > 0 {
+		timeout = min(time.Duration(rr.TimeoutMS)*time.Millisecond, time.Minute)
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-c:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	j, _ = r.qp.s.Job(j.ID)
+	return apiQPUJob(j, true), nil
+}
+
+// qpuBackends returns the state of every backend as the root sees it now.
+func (r *Runtime) qpuBackends() []api.QPUBackend {
+	now := r.now()
+	_, pools := r.in.Usage(now)
+	used := map[string]int{}
+	for _, p := range pools {
+		used[p.Name] = p.Used
+	}
+	reserved := futureSlots(r.in.Resvs())
+	var out []api.QPUBackend
+	for _, st := range r.qp.s.Status() {
+		b := api.QPUBackend{
+			Name: st.Name, Total: st.Slots, Used: used[st.Name], Available: st.Slots - used[st.Name],
+			Reserved: reserved[st.Name], Maint: st.Maint, MaintReason: st.MaintReason,
+			Executors: st.Executors, Queued: st.Queued, Running: []uint64{}, Concurrency: st.Concurrency,
+		}
+		if b.Executors == nil {
+			b.Executors = []string{}
+		}
+		b.Accessible = !st.Maint && len(st.Executors) > 0
+		for _, id := range st.Running {
+			b.Running = append(b.Running, uint64(id))
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// futureSlots returns, per backend, the most slots pending reservations
+// hold at any one moment.
+func futureSlots(rvs []instance.Resv) map[string]int {
+	type edge struct {
+		t instance.Time
+		d int
+	}
+	edges := map[string][]edge{}
+	for _, rv := range rvs {
+		if rv.State != resv.Pending {
+			continue
+		}
+		for name, n := range rv.Slots {
+			edges[name] = append(edges[name], edge{rv.Start, n}, edge{rv.End, -n})
+		}
+	}
+	out := map[string]int{}
+	for name, es := range edges {
+		sort.Slice(es, func(i, j int) bool { return es[i].t < es[j].t || es[i].t == es[j].t && es[i].d < es[j].d })
+		cur := 0
+		for _, e := range es {
+			cur += e.d
+			out[name] = max(out[name], cur)
+		}
+	}
+	return out
+}
+
+func (r *Runtime) qpuStatus(_ context.Context, _ Request) (any, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return api.QPUStatusReply{Backends: r.qpuBackends()}, nil
+}
+
+func (r *Runtime) qpuSlots(_ context.Context, q Request) (any, error) {
+	var sr api.QPUSlotsRequest
+	if err := q.Decode(&sr); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, b := range r.qpuBackends() {
+		if b.Name == sr.Backend {
+			return api.QPUSlots{Total: b.Total, Used: b.Used, Available: b.Available}, nil
+		}
+	}
+	return nil, api.Errorf(api.CodeNotFound, "no QPU backend %q; the backends are %v", sr.Backend, r.qp.s.Backends())
+}
+
+func (r *Runtime) qpuMaint(ctx context.Context, q Request) (any, error) {
+	var mr api.QPUMaintRequest
+	if err := q.Decode(&mr); err != nil {
+		return nil, err
+	}
+	if !q.Admin {
+		return nil, api.Errorf(api.CodePermissionDenied, "only administrators may take a QPU backend in or out of service")
+	}
+	return r.do(ctx, func(instance.Time) (any, error) {
+		if _, err := r.qp.s.SetMaint(mr.Backend, mr.On, mr.Reason); err != nil {
+			return nil, qpuError(err)
+		}
+		for _, b := range r.qpuBackends() {
+			if b.Name == mr.Backend {
+				return b, nil
+			}
+		}
+		return nil, nil
+	})
+}
+
+func (r *Runtime) qpuRevoke(ctx context.Context, q Request) (any, error) {
+	var rr api.QPURevokeRequest
+	if err := q.Decode(&rr); err != nil {
+		return nil, err
+	}
+	if !q.Admin {
+		return nil, api.Errorf(api.CodePermissionDenied, "only administrators may revoke a QPU session")
+	}
+	if err := api.ValidatePath(rr.Session); err != nil {
+		return nil, err
+	}
+	return r.do(ctx, func(now instance.Time) (any, error) {
+		backends := r.qp.s.Backends()
+		if rr.Backend != "" {
+			backends = []string{rr.Backend}
+		}
+		reason := "revoked by " + q.User
+		if rr.Reason != "" {
+			reason += ": " + rr.Reason
+		}
+		var out []api.QPUSession
+		for _, name := range backends {
+			k := qpu.SessionKey{Path: rr.Session, Backend: name}
+			if ss, ok := r.qp.s.Session(k); !ok || !ss.Open() {
+				continue
+			}
+			r.qp.s.Close(qpuNow(), rr.Session, name, reason)
+			// Free the slots of a job holding them; a reservation keeps
+			// its own (change it with 'strata resv update').
+			if id, isJob := jobOfPath(rr.Session); isJob {
+				if err := r.in.RevokeSlots(now, actor(q), id, name, rr.Reason); err != nil {
+					r.b.log.Warn("cannot free revoked slots", "job", id, "backend", name, "err", err)
+				}
+			}
+			ss, _ := r.qp.s.Session(k)
+			out = append(out, apiSession(ss))
+		}
+		if len(out) == 0 {
+			return nil, api.Errorf(api.CodeNotFound, "%s has no open QPU session%s; see the sessions in 'strata qpu jobs --all'", rr.Session, onBackend(rr.Backend))
+		}
+		return out[0], nil
+	})
+}
+
+func onBackend(b string) string {
+	if b == "" {
+		return ""
+	}
+	return " on " + b
+}
+
+func apiSession(ss qpu.Session) api.QPUSession {
+	return api.QPUSession{ID: ss.Key.Path, Backend: ss.Key.Backend, Slots: ss.Slots, VRunS: ss.VRun,
+		Opened: msTime(ss.Opened), Closed: msTime(ss.Closed), Reason: ss.Reason}
+}
+
+func (r *Runtime) qpuAcct(_ context.Context, q Request) (any, error) {
+	var ar api.QPUAcctRequest
+	if err := q.Decode(&ar); err != nil {
+		return nil, err
+	}
+	if !ar.From.IsZero() && !ar.To.IsZero() && !ar.To.After(ar.From) {
+		return nil, api.Errorf(api.CodeInvalidArgument, "--to %s is not after --from %s", ar.To.Format(time.RFC3339), ar.From.Format(time.RFC3339))
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return qpuAccounting(ar, time.Now(), q.User, q.Admin, r.qp.s.Jobs(nil), r.in.SlotJobs(), r.in.Resvs()), nil
+}
+
+// qpuAccounting sums QPU use over [from, to): device seconds and jobs by
+// final state per user and per session, and slot-hours held per user (jobs)
+// and per instance (jobs and reservations). A non-admin sees only rows of
+// their own.
+func qpuAccounting(ar api.QPUAcctRequest, now time.Time, user string, admin bool, qjobs []qpu.Job, jobs []instance.Job, rvs []instance.Resv) api.QPUAcctReply {
+	from, to := ar.From, ar.To
+	if to.IsZero() {
+		to = now
+	}
+	users, insts := map[string]*api.QPUAcctRow{}, map[string]*api.QPUAcctRow{}
+	row := func(m map[string]*api.QPUAcctRow, k string, isUser bool) *api.QPUAcctRow {
+		if m[k] == nil {
+			m[k] = &api.QPUAcctRow{Jobs: map[string]int{}}
+			if isUser {
+				m[k].User = k
+			} else {
+				m[k].Instance = k
+			}
+		}
+		return m[k]
+	}
+	in := func(t time.Time) bool { return !t.Before(from) && t.Before(to) }
+	for _, j := range qjobs {
+		if !j.State.Final() || !in(msTime(j.End)) || (!admin && j.User != user) {
+			continue
+		}
+		secs := float64(j.ExecMS) / 1000
+		for _, rw := range []*api.QPUAcctRow{row(users, j.User, true), row(insts, j.Session, false)} {
+			rw.QPUSecs += secs
+			rw.Jobs[j.State.String()]++
+		}
+	}
+	overlap := func(s, e time.Time) float64 {
+		if s.Before(from) {
+			s = from
+		}
+		if e.After(to) {
+			e = to
+		}
+		return max(0, e.Sub(s).Hours())
+	}
+	for _, j := range jobs {
+		if !admin && j.Spec.User != user {
+			continue
+		}
+		end := now
+		if j.End != 0 {
+			end = time.Unix(int64(j.End), 0)
+		}
+		h := overlap(time.Unix(int64(j.Start), 0), end)
+		for _, n := range j.Spec.Slots {
+			row(users, j.Spec.User, true).SlotHours += h * float64(n)
+			row(insts, j.Path+".j"+strconv.FormatInt(int64(j.ID), 10), false).SlotHours += h * float64(n)
+		}
+	}
+	for _, rv := range rvs {
+		if rv.State == resv.Pending || (!admin && !rv.HasUser(user)) {
+			continue
+		}
+		end := time.Unix(int64(rv.End), 0)
+		if end.After(now) {
+			end = now
+		}
+		h := overlap(time.Unix(int64(rv.Start), 0), end)
+		for _, n := range rv.Slots {
+			row(insts, rv.Path, false).SlotHours += h * float64(n)
+		}
+	}
+	out := api.QPUAcctReply{From: from, To: to, Users: []api.QPUAcctRow{}, Instances: []api.QPUAcctRow{}}
+	for _, m := range []struct {
+		rows map[string]*api.QPUAcctRow
+		dst  *[]api.QPUAcctRow
+	}{{users, &out.Users}, {insts, &out.Instances}} {
+		for _, rw := range m.rows {
+			*m.dst = append(*m.dst, *rw)
+		}
+		sort.Slice(*m.dst, func(i, j int) bool {
+			a, b := (*m.dst)[i], (*m.dst)[j]
+			return a.User+a.Instance < b.User+b.Instance
+		})
+	}
+	return out
+}
+
+// --- the executor protocol -------------------------------------------------
+
+// serveExecutors starts the executor protocol's service: one endpoint per
+// operation on strata.v1.exec.*.OP. The NATS server lets executor NAME
+// publish only under its own name, so the subject's token is who sent it.
+func (r *Runtime) serveExecutors() error {
+	svc, err := micro.AddService(r.b.nc, micro.Config{
+		Name: "strata-qpu-executors", Version: r.b.opts.Version,
+		Description: "Strata QPU executor protocol",
+		Metadata:    map[string]string{"protocol": fmt.Sprint(api.Version)},
+	})
+	if err != nil {
+		return fmt.Errorf("broker: serve QPU executors: %w", err)
+	}
+	for op, h := range map[string]func(string, micro.Request){
+		api.OpExecRegister: r.execRegister, api.OpExecPull: r.execPull,
+		api.OpExecHeartbeat: r.execHeartbeat, api.OpExecResult: r.execResult,
+	} {
+		h := h
+		err := svc.AddEndpoint(op, micro.HandlerFunc(func(m micro.Request) {
+			name, ok := r.executorOf(m)
+			if !ok {
+				return
+			}
+			h(name, m)
+		}), micro.WithEndpointSubject(api.SubjectPrefix+".exec.*."+op))
+		if err != nil {
+			svc.Stop()
+			return fmt.Errorf("broker: serve QPU executors: %w", err)
+		}
+	}
+	r.qp.svc = svc
+	return nil
+}
+
+// executorOf returns the executor that sent m, from its subject, if its
+// reply subject is its own inbox.
+func (r *Runtime) executorOf(m micro.Request) (string, bool) {
+	toks := strings.Split(m.Subject(), ".")
+	if len(toks) != 5 || api.RoleExecutor.Validate(toks[3]) != nil {
+		return "", false
+	}
+	name := toks[3]
+	if !strings.HasPrefix(m.Reply(), api.RoleExecutor.InboxPrefix(name)+".") {
+		r.b.log.Warn("executor request with a foreign reply subject dropped", "subject", m.Subject(), "reply", m.Reply())
+		return "", false
+	}
+	return name, true
+}
+
+func respondExec(m micro.Request, v any, err error) {
+	if err != nil {
+		var ae *api.Error
+		if !errors.As(err, &ae) {
+			ae = &api.Error{Code: api.CodeInternal, Message: err.Error()}
+		}
+		data, _ := json.Marshal(api.Envelope{V: api.Version, Error: ae})
+		m.Respond(data)
+		return
+	}
+	raw, _ := json.Marshal(v)
+	data, _ := json.Marshal(api.Envelope{V: api.Version, Data: raw})
+	m.Respond(data)
+}
+
+func (r *Runtime) execRegister(name string, m micro.Request) {
+	var h api.ExecHello
+	if err := api.DecodeRequest(m.Data(), &h); err != nil {
+		respondExec(m, nil, err)
+		return
+	}
+	_, err := r.do(r.b.ctx, func(instance.Time) (any, error) {
+		return nil, qpuError(r.qp.s.Register(qpuNow(), name, h.Backend))
+	})
+	if err == nil {
+		r.b.log.Info("QPU executor registered", "executor", name, "backend", h.Backend, "sim", h.Sim)
+	}
+	respondExec(m, api.ExecWelcome{HeartbeatMS: r.qp.heartbeat.Milliseconds(), PullWaitMS: r.qp.pullWait.Milliseconds()}, err)
+}
+
+// execPull answers at once with a job when there is one; otherwise the
+// pull waits (without holding the endpoint) until a job is queued, or its
+// wait ends and it is answered with no job.
+func (r *Runtime) execPull(name string, m micro.Request) {
+	var pr api.ExecPullRequest
+	if err := api.DecodeRequest(m.Data(), &pr); err != nil {
+		respondExec(m, nil, err)
+		return
+	}
+	wait := r.qp.pullWait
+	if pr.WaitMS > 0 {
+		wait = min(time.Duration(pr.WaitMS)*time.Millisecond, time.Minute)
+	}
+	go func() {
+		var task api.ExecTask
+		_, err := r.do(r.b.ctx, func(instance.Time) (any, error) {
+			t, ok, err := r.qp.s.Pull(qpuNow(), name, pr.Backend)
+			if err != nil || ok {
+				task = execTask(t)
+				return nil, qpuError(err)
+			}
+			p := &pull{exec: name, backend: pr.Backend, req: m}
+			p.timer = time.AfterFunc(wait, func() {
+				r.mu.Lock()
+				done := p.done
+				p.done = true
+				r.mu.Unlock()
+				if !done {
+					respondExec(m, api.ExecTask{}, nil)
+				}
+			})
+			r.qp.pulls[pr.Backend] = append(r.qp.pulls[pr.Backend], p)
+			task.ID = 0
+			return nil, nil
+		})
+		if err != nil || task.ID != 0 {
+			respondExec(m, task, err)
+		}
+	}()
+}
+
+func (r *Runtime) execHeartbeat(name string, m micro.Request) {
+	var hb api.ExecHeartbeat
+	if err := api.DecodeRequest(m.Data(), &hb); err != nil {
+		respondExec(m, nil, err)
+		return
+	}
+	var abort bool
+	_, err := r.do(r.b.ctx, func(instance.Time) (any, error) {
+		var err error
+		abort, err = r.qp.s.Heartbeat(qpuNow(), name, hb.Backend, qpu.JobID(hb.Job))
+		return nil, qpuError(err)
+	})
+	respondExec(m, api.ExecHeartbeatReply{Cancel: abort}, err)
+}
+
+func (r *Runtime) execResult(name string, m micro.Request) {
+	var rep api.ExecReport
+	if err := api.DecodeRequest(m.Data(), &rep); err != nil {
+		respondExec(m, nil, err)
+		return
+	}
+	go func() {
+		_, err := r.do(r.b.ctx, func(instance.Time) (any, error) {
+			return nil, qpuError(r.qp.s.Report(qpuNow(), name, qpu.JobID(rep.Job),
+				qpu.Outcome{ExecMS: rep.ExecMS, Counts: rep.Counts, Log: rep.Log, Err: rep.Error}))
+		})
+		respondExec(m, api.ExecReportReply{}, err)
+	}()
+}
+
+// answerHandouts answers the pulls given jobs once the records are durable.
+// A future delivers its outcome once, so the caller gets, instead of fs, one
+// future that resolves after the handouts are answered.
+func answerHandouts(ctx context.Context, hs []handout, fs []jetstream.PubAckFuture) []jetstream.PubAckFuture {
+	if len(hs) == 0 {
+		return fs
+	}
+	j := &joinedFuture{ok: make(chan *jetstream.PubAck, 1), err: make(chan error, 1)}
+	go func() {
+		err := waitAcks(ctx, fs)
+		for _, h := range hs {
+			if err != nil {
+				respondExec(h.p.req, nil, err)
+				continue
+			}
+			respondExec(h.p.req, h.task, nil)
+		}
+		if err != nil {
+			j.err <- err
+			return
+		}
+		j.ok <- &jetstream.PubAck{}
+	}()
+	return []jetstream.PubAckFuture{j}
+}
+
+// joinedFuture stands for several publishes' acknowledgements.
+type joinedFuture struct {
+	ok  chan *jetstream.PubAck
+	err chan error
+}
+
+func (j *joinedFuture) Ok() <-chan *jetstream.PubAck { return j.ok }
+func (j *joinedFuture) Err() <-chan error            { return j.err }
+func (j *joinedFuture) Msg() *nats.Msg               { return nil }

@@ -1,0 +1,367 @@
+package broker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/strata-hpc/strata/api"
+	"github.com/strata-hpc/strata/broker"
+	"github.com/strata-hpc/strata/broker/qpuexec"
+	"github.com/strata-hpc/strata/client"
+	"github.com/strata-hpc/strata/instance"
+	"github.com/strata-hpc/strata/internal/hostlist"
+	"github.com/strata-hpc/strata/timeline"
+)
+
+// qpuRuntime starts a broker with 4 nodes and qpu0 of 2 slots, whose
+// executors send heartbeats every 100 ms.
+func qpuRuntime(t *testing.T, dir string) (*broker.Broker, *broker.Runtime) {
+	t.Helper()
+	b := startBroker(t, dir)
+	nodes, _ := hostlist.Parse("n[0-3]")
+	rt, err := b.RunInstances(broker.Resources{Nodes: nodes, QPUs: []timeline.Pool{{Name: "qpu0", Size: 2}},
+		Policy: instance.EASY, KillGrace: time.Second, QPUHeartbeat: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancelAll(t, b)
+		rt.Close()
+	})
+	return b, rt
+}
+
+// startExecutor runs a simulated executor until the returned stop is
+// called (or the test ends).
+func startExecutor(t *testing.T, b *broker.Broker, name string, base time.Duration) (stop func()) {
+	t.Helper()
+	creds, err := b.MintCreds(api.RoleExecutor, name, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), name+".creds")
+	if err := os.WriteFile(f, creds, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		err := qpuexec.Run(ctx, qpuexec.Options{URL: b.URI("root"), Creds: f, Backend: "qpu0", Sim: true,
+			SimBase: base, SimPerShot: time.Microsecond, Seed: 1})
+		if err != nil {
+			t.Errorf("executor %s: %v", name, err)
+		}
+	}()
+	stop = func() {
+		cancel()
+		<-done
+	}
+	t.Cleanup(stop)
+	return sync.OnceFunc(stop)
+}
+
+func qpuSubmit(t *testing.T, c *client.Client, job api.JobID, payload string) api.QPUJob {
+	t.Helper()
+	var qj api.QPUJob
+	if err := c.Call(context.Background(), api.OpQPUSubmit, api.QPUSubmitRequest{Backend: "qpu0", Shots: 500, Payload: []byte(payload), Job: job}, &qj); err != nil {
+		t.Fatal(err)
+	}
+	return qj
+}
+
+func qpuWait(t *testing.T, c *client.Client, id uint64) api.QPUJob {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		var qj api.QPUJob
+		if err := c.Call(context.Background(), api.OpQPUResult, api.QPUResultRequest{ID: id, Wait: true, TimeoutMS: 5000}, &qj); err != nil {
+			t.Fatal(err)
+		}
+		if qj.State.Terminal() {
+			return qj
+		}
+	}
+	t.Fatalf("QPU job %d did not end", id)
+	return api.QPUJob{}
+}
+
+func qpuStatus(t *testing.T, c *client.Client) api.QPUBackend {
+	t.Helper()
+	var st api.QPUStatusReply
+	if err := c.Call(context.Background(), api.OpQPUStatus, nil, &st); err != nil || len(st.Backends) != 1 {
+		t.Fatalf("qpu status: %+v, %v", st, err)
+	}
+	return st.Backends[0]
+}
+
+// TestQPUSession: a job holding slots is a session; its owner's QPU jobs
+// run on a simulated executor and return their histograms; others may not
+// use its slots; the session ends with the job, cancelling what is queued.
+func TestQPUSession(t *testing.T) {
+	b, _ := qpuRuntime(t, "")
+	alice, bob, admin := userClient(t, b, "alice"), userClient(t, b, "bob"), userClient(t, b, "admin")
+	ctx := context.Background()
+	startExecutor(t, b, "ex1", 20*time.Millisecond)
+
+	var holder api.Job
+	if err := alice.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 1, Walltime: 60, QPU: map[string]int{"qpu0": 1}, Command: []string{"sleep", "30"}, Cwd: t.TempDir()}, &holder); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, alice, holder.ID, api.JobRunning)
+
+	qj := qpuSubmit(t, alice, holder.ID, "h q0; cx q0 q1; measure")
+	if qj.State != api.QPUQueued || qj.Session != "root.j"+holder.ID.String() || qj.Bytes == 0 {
+		t.Fatalf("submitted: %+v", qj)
+	}
+	done := qpuWait(t, alice, qj.ID)
+	total := 0
+	if done.Result != nil {
+		for _, n := range done.Result.Counts {
+			total += n
+		}
+	}
+	if done.State != api.QPUCompleted || total != 500 || done.ExecMS < 20 || done.Executor != "ex1" {
+		t.Fatalf("finished: %+v (%d shots counted)", done, total)
+	}
+
+	// Not without slots, and not someone else's.
+	var x api.QPUJob
+	err := alice.Call(ctx, api.OpQPUSubmit, api.QPUSubmitRequest{Backend: "qpu0", Payload: []byte("p")}, &x)
+	if !errors.Is(err, api.ErrFailedPrecondition) || !strings.Contains(err.Error(), "holds no qpu0 slots") {
+		t.Errorf("submitting at the root without a job: %v", err)
+	}
+	err = bob.Call(ctx, api.OpQPUSubmit, api.QPUSubmitRequest{Backend: "qpu0", Payload: []byte("p"), Job: holder.ID}, &x)
+	if !errors.Is(err, api.ErrPermissionDenied) {
+		t.Errorf("bob using alice's job's slots: %v", err)
+	}
+	if err := bob.Call(ctx, api.OpQPUShow, api.QPUJobRequest{ID: qj.ID}, &x); !errors.Is(err, api.ErrPermissionDenied) {
+		t.Errorf("bob reading alice's QPU job: %v", err)
+	}
+	if err := bob.Call(ctx, api.OpQPUMaint, api.QPUMaintRequest{Backend: "qpu0", On: true}, &x); !errors.Is(err, api.ErrPermissionDenied) {
+		t.Errorf("bob taking the backend out of service: %v", err)
+	}
+	if err := bob.Call(ctx, api.OpQPURevoke, api.QPURevokeRequest{Session: qj.Session}, &x); !errors.Is(err, api.ErrPermissionDenied) {
+		t.Errorf("bob revoking a session: %v", err)
+	}
+	if err := bob.Call(ctx, api.OpQPUJobs, api.QPUJobsRequest{All: true}, &x); !errors.Is(err, api.ErrPermissionDenied) {
+		t.Errorf("bob listing every QPU job: %v", err)
+	}
+
+	// Idempotent retries.
+	k1, k2 := api.QPUJob{}, api.QPUJob{}
+	req := api.QPUSubmitRequest{Backend: "qpu0", Payload: []byte("p"), Job: holder.ID, Key: "retry-1"}
+	if err := alice.Call(ctx, api.OpQPUSubmit, req, &k1); err != nil {
+		t.Fatal(err)
+	}
+	if err := alice.Call(ctx, api.OpQPUSubmit, req, &k2); err != nil || k1.ID != k2.ID {
+		t.Fatalf("a retried submission: %d then %d (%v)", k1.ID, k2.ID, err)
+	}
+
+	// Status and slots.
+	st := qpuStatus(t, admin)
+	if st.Total != 2 || st.Used != 1 || st.Available != 1 || !st.Accessible || len(st.Executors) != 1 {
+		t.Errorf("status: %+v", st)
+	}
+	var slots api.QPUSlots
+	if err := bob.Call(ctx, api.OpQPUSlots, api.QPUSlotsRequest{Backend: "qpu0"}, &slots); err != nil || slots != (api.QPUSlots{Total: 2, Used: 1, Available: 1}) {
+		t.Errorf("slots: %+v, %v", slots, err)
+	}
+
+	// Maintenance keeps queued work queued.
+	if err := admin.Call(ctx, api.OpQPUMaint, api.QPUMaintRequest{Backend: "qpu0", On: true, Reason: "calibration"}, &st); err != nil || st.Accessible || st.MaintReason != "calibration" {
+		t.Fatalf("maint on: %+v, %v", st, err)
+	}
+	held := qpuSubmit(t, alice, holder.ID, "during maintenance")
+	time.Sleep(300 * time.Millisecond)
+	if err := alice.Call(ctx, api.OpQPUShow, api.QPUJobRequest{ID: held.ID}, &x); err != nil || x.State != api.QPUQueued {
+		t.Fatalf("a job during maintenance: %+v, %v", x, err)
+	}
+	if err := admin.Call(ctx, api.OpQPUMaint, api.QPUMaintRequest{Backend: "qpu0", On: false}, &st); err != nil || !st.Accessible {
+		t.Fatalf("maint off: %+v, %v", st, err)
+	}
+	if x = qpuWait(t, alice, held.ID); x.State != api.QPUCompleted {
+		t.Fatalf("the job queued during maintenance: %+v", x)
+	}
+
+	// The session ends with its job.
+	if err := admin.Call(ctx, api.OpQPUMaint, api.QPUMaintRequest{Backend: "qpu0", On: true}, &st); err != nil {
+		t.Fatal(err)
+	}
+	orphan := qpuSubmit(t, alice, holder.ID, "left behind")
+	time.Sleep(1100 * time.Millisecond) // the holder held its slot for a whole second at least
+	var j api.Job
+	if err := alice.Call(ctx, api.OpCancel, api.CancelRequest{ID: holder.ID}, &j); err != nil {
+		t.Fatal(err)
+	}
+	if x = qpuWait(t, alice, orphan.ID); x.State != api.QPUCancelled || !strings.Contains(x.Reason, "ended") {
+		t.Fatalf("a queued QPU job after its session's job was cancelled: %s %q", x.State, x.Reason)
+	}
+	admin.Call(ctx, api.OpQPUMaint, api.QPUMaintRequest{Backend: "qpu0", On: false}, &st)
+
+	// Accounting.
+	var acct api.QPUAcctReply
+	if err := alice.Call(ctx, api.OpQPUAcct, api.QPUAcctRequest{}, &acct); err != nil {
+		t.Fatal(err)
+	}
+	if len(acct.Users) != 1 || acct.Users[0].User != "alice" || acct.Users[0].QPUSecs <= 0 || acct.Users[0].Jobs["completed"] != 3 ||
+		acct.Users[0].Jobs["cancelled"] != 1 || acct.Users[0].SlotHours <= 0 {
+		t.Errorf("alice's accounting: %+v", acct.Users)
+	}
+	if len(acct.Instances) != 1 || acct.Instances[0].Instance != qj.Session || acct.Instances[0].Jobs["completed"] != 3 {
+		t.Errorf("the instances' accounting: %+v", acct.Instances)
+	}
+	if err := bob.Call(ctx, api.OpQPUAcct, api.QPUAcctRequest{}, &acct); err != nil || len(acct.Users) != 0 {
+		t.Errorf("bob sees alice's accounting: %+v, %v", acct, err)
+	}
+}
+
+func waitState(t *testing.T, c *client.Client, id api.JobID, want api.JobState) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		var j api.Job
+		if err := c.Call(context.Background(), api.OpJob, api.JobRequest{ID: id}, &j); err != nil {
+			t.Fatal(err)
+		}
+		if j.State == want {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("job %d never %s", id, want)
+}
+
+// TestQPUExecutorLoss: a job whose executor dies mid-job is requeued once
+// and run by another executor; the attempt count says so.
+func TestQPUExecutorLoss(t *testing.T) {
+	b, _ := qpuRuntime(t, "")
+	alice := userClient(t, b, "alice")
+	ctx := context.Background()
+	var holder api.Job
+	if err := alice.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 1, Walltime: 60, QPU: map[string]int{"qpu0": 2}, Command: []string{"sleep", "30"}, Cwd: t.TempDir()}, &holder); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, alice, holder.ID, api.JobRunning)
+	stop := startExecutor(t, b, "slow", 30*time.Second)
+	qj := qpuSubmit(t, alice, holder.ID, "long")
+	deadline := time.Now().Add(10 * time.Second)
+	for qj.State != api.QPURunning && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+		alice.Call(ctx, api.OpQPUShow, api.QPUJobRequest{ID: qj.ID}, &qj)
+	}
+	if qj.State != api.QPURunning {
+		t.Fatalf("never ran: %+v", qj)
+	}
+	stop() // the executor dies; its heartbeats stop
+	startExecutor(t, b, "fast", 10*time.Millisecond)
+	done := qpuWait(t, alice, qj.ID)
+	if done.State != api.QPUCompleted || done.Attempts != 2 || done.Executor != "fast" {
+		t.Fatalf("after the executor died: %+v", done)
+	}
+}
+
+// TestQPUNoOversubscription: many clients at once ask for jobs holding
+// slots; at no moment do running jobs hold more slots than the backend has.
+func TestQPUNoOversubscription(t *testing.T) {
+	b, _ := qpuRuntime(t, "")
+	admin := userClient(t, b, "admin")
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var ids []api.JobID
+	for i := range 8 {
+		c := userClient(t, b, fmt.Sprintf("user%d", i))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 4 {
+				var j api.Job
+				if err := c.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 1, Walltime: 5, QPU: map[string]int{"qpu0": 1}, Command: []string{"sleep", "0.2"}, Cwd: "/"}, &j); err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				ids = append(ids, j.ID)
+				mu.Unlock()
+			}
+		}()
+	}
+	stop := make(chan struct{})
+	peak := 0
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			var list api.JobsReply
+			if err := admin.Call(ctx, api.OpJobs, api.JobsRequest{User: "*"}, &list); err == nil {
+				held := 0
+				for _, j := range list.Jobs {
+					if j.State == api.JobRunning {
+						held += j.QPU["qpu0"]
+					}
+				}
+				peak = max(peak, held)
+			}
+		}
+	}()
+	wg.Wait()
+	for _, id := range ids {
+		waitJob(t, admin, id)
+	}
+	close(stop)
+	<-sampled
+	if peak > 2 || peak == 0 {
+		t.Fatalf("running jobs held up to %d slots of qpu0's 2", peak)
+	}
+	if len(ids) != 32 {
+		t.Fatalf("%d jobs submitted, want 32", len(ids))
+	}
+}
+
+// TestQPUSurvivesRestart: QPU jobs, sessions and the backend's state are
+// back after a restart, and queued work runs.
+func TestQPUSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	b, rt := qpuRuntime(t, dir)
+	alice, admin := userClient(t, b, "alice"), userClient(t, b, "admin")
+	ctx := context.Background()
+	var holder api.Job
+	if err := alice.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 1, Walltime: 60, QPU: map[string]int{"qpu0": 1}, Command: []string{"sleep", "30"}, Cwd: t.TempDir()}, &holder); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, alice, holder.ID, api.JobRunning)
+	var st api.QPUBackend
+	if err := admin.Call(ctx, api.OpQPUMaint, api.QPUMaintRequest{Backend: "qpu0", On: true, Reason: "tuning"}, &st); err != nil {
+		t.Fatal(err)
+	}
+	queued := qpuSubmit(t, alice, holder.ID, "queued across a restart")
+	rt.Close()
+	b.Shutdown()
+
+	b2, _ := qpuRuntime(t, dir)
+	alice2, admin2 := userClient(t, b2, "alice"), userClient(t, b2, "admin")
+	if st = qpuStatus(t, admin2); !st.Maint || st.MaintReason != "tuning" || st.Queued != 1 {
+		t.Fatalf("after the restart: %+v", st)
+	}
+	admin2.Call(ctx, api.OpQPUMaint, api.QPUMaintRequest{Backend: "qpu0", On: false}, &st)
+	startExecutor(t, b2, "ex", 10*time.Millisecond)
+	if done := qpuWait(t, alice2, queued.ID); done.State != api.QPUCompleted {
+		t.Fatalf("the queued job after the restart: %+v", done)
+	}
+	if again := qpuSubmit(t, alice2, holder.ID, "new"); again.ID <= queued.ID {
+		t.Fatalf("a new QPU job reuses ID %d", again.ID)
+	}
+}
