@@ -365,3 +365,61 @@ func TestQPUSurvivesRestart(t *testing.T) {
 		t.Fatalf("a new QPU job reuses ID %d", again.ID)
 	}
 }
+
+// TestQPUInDATAndChild: an active reservation holding slots is a session
+// for its listed users, a pending one is not yet, and reserves its slots
+// ahead; a child instance holding slots is a session at its own path, and
+// grants its children no more slots than it holds.
+func TestQPUInDATAndChild(t *testing.T) {
+	b, _ := qpuRuntime(t, "")
+	alice, bob, admin := userClient(t, b, "alice"), userClient(t, b, "bob"), userClient(t, b, "admin")
+	ctx := context.Background()
+	startExecutor(t, b, "ex", 10*time.Millisecond)
+	start := time.Now().Truncate(time.Second).Add(2 * time.Second)
+	var rv api.Resv
+	if err := admin.Call(ctx, api.OpResvCreate, api.ResvCreateRequest{Name: "qlab", Start: start, End: start.Add(20 * time.Second), Nodes: 1,
+		QPU: map[string]int{"qpu0": 1}, Users: []string{"alice"}}, &rv); err != nil {
+		t.Fatal(err)
+	}
+	if st := qpuStatus(t, admin); st.Reserved != 1 || st.Used != 0 {
+		t.Errorf("a pending DAT's slots: %+v", st)
+	}
+	dat, _ := alice.At(rv.Path)
+	var qj api.QPUJob
+	err := dat.Call(ctx, api.OpQPUSubmit, api.QPUSubmitRequest{Backend: "qpu0", Payload: []byte("early")}, &qj)
+	if !errors.Is(err, api.ErrFailedPrecondition) {
+		t.Errorf("a QPU job into a DAT before its start: %v", err)
+	}
+	time.Sleep(time.Until(start.Add(200 * time.Millisecond)))
+	qj = qpuSubmit(t, dat, 0, "in the DAT")
+	if qj.Session != rv.Path {
+		t.Errorf("session %q, want %q", qj.Session, rv.Path)
+	}
+	if done := qpuWait(t, alice, qj.ID); done.State != api.QPUCompleted {
+		t.Fatalf("a QPU job in the DAT: %+v", done)
+	}
+	bobDat, _ := bob.At(rv.Path)
+	if err := bobDat.Call(ctx, api.OpQPUSubmit, api.QPUSubmitRequest{Backend: "qpu0", Payload: []byte("p")}, &qj); !errors.Is(err, api.ErrPermissionDenied) {
+		t.Errorf("an unlisted user's QPU job in the DAT: %v", err)
+	}
+	if st := qpuStatus(t, admin); st.Used != 1 || st.Reserved != 0 {
+		t.Errorf("an active DAT's slots: %+v", st)
+	}
+
+	// A child instance (batch/alloc) holding the other slot.
+	var child api.Job
+	if err := alice.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 1, Walltime: 60, QPU: map[string]int{"qpu0": 1}, Instance: true,
+		Command: []string{"sleep", "30"}, Cwd: t.TempDir()}, &child); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, alice, child.ID, api.JobRunning)
+	inner, _ := alice.At("root.j" + child.ID.String())
+	if done := qpuWait(t, alice, qpuSubmit(t, inner, 0, "in the child").ID); done.State != api.QPUCompleted || done.Session != inner.Path() {
+		t.Fatalf("a QPU job in the child instance: %+v", done)
+	}
+	var j api.Job
+	err = inner.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 1, Walltime: 10, QPU: map[string]int{"qpu0": 2}, Command: []string{"true"}, Cwd: "/"}, &j)
+	if err == nil || !strings.Contains(err.Error(), "qpu0") {
+		t.Errorf("a grandchild asking for 2 slots of its parent's 1: %v", err)
+	}
+}
