@@ -262,7 +262,7 @@ func (sc *scenario) step() {
 	p := sc.pairs[k]
 	tl, o := p.tl, p.o
 	sc.cur = o
-	switch op := sc.src.intn(20); {
+	switch op := sc.src.intn(22); {
 	case op < 5: // add
 		start, d := sc.window()
 		s := Span{ID: sc.newID(o), Tag: uint64(sc.src.intn(1000)), Start: start, End: start + Time(d), Nodes: sc.nodeSet(), Slots: sc.slots()}
@@ -417,6 +417,8 @@ func (sc *scenario) step() {
 		} else {
 			sc.pairs[sc.src.intn(len(sc.pairs))] = c
 		}
+	case op >= 20:
+		sc.moveEarlier(k, p)
 	default: // spans and invariants
 		sc.checkSpans(p)
 		sc.checkInvariants(p)

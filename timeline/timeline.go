@@ -182,13 +182,18 @@ type Timeline struct {
 	version uint64
 	memo    fitMemo
 
+	// frees is the log of what was freed, and the move memos that read it
+	// (see MoveEarlier); a clone starts without them.
+	frees freeLog
+
 	// Scratch buffers, owned by this Timeline alone (never shared by a clone).
-	segs  []seg
-	bits  nodeBits
-	keys  []uint64
-	order []int32
-	runs  []run
-	found []idSpan
+	segs   []seg
+	bits   nodeBits
+	keys   []uint64
+	order  []int32
+	runs   []run
+	found  []idSpan
+	ranges []timeRange
 }
 
 // New returns an empty Timeline for cfg.
@@ -399,6 +404,7 @@ func (t *Timeline) Add(s Span) error {
 	t.byID.ReplaceOrInsert(sp)
 	t.index(sp)
 	t.count(sp, sp.start, sp.end, 1)
+	t.unfreed(sp)
 	return nil
 }
 
@@ -416,6 +422,8 @@ func (t *Timeline) Remove(id SpanID) error {
 	t.byID.Delete(s)
 	t.unindex(s)
 	t.count(s, s.start, s.end, -1)
+	delete(t.frees.memos, id)
+	t.freed(s.nodes, s.start, s.end)
 	// What the span held is now free: an Add of the same resources over
 	// the same window right after (a scheduler putting back a plan that
 	// could not move) need not check it again.
@@ -445,6 +453,7 @@ func (t *Timeline) Truncate(id SpanID, end Time) error {
 	}
 	t.replace(old, end)
 	t.count(old, end, old.end, -1)
+	t.freed(old.nodes, end, old.end)
 	return nil
 }
 

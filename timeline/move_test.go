@@ -1,0 +1,166 @@
+package timeline
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// moveEarlier is the oracle's MoveEarlier: take the span out, try every
+// start from notBefore up to its own, and put it back where it was or at
+// the first start that fits, with the nodes chosen there.
+func (o *oracle) moveEarlier(id SpanID, r Request, notBefore Time) (Span, bool) {
+	i := o.find(id)
+	if i < 0 {
+		return Span{}, false
+	}
+	s := o.spans[i]
+	sp := Span{ID: s.id, Tag: s.tag, Start: s.start, End: s.end, Nodes: setOf(s.nodes), Slots: trimSlots(s.slots)}
+	d := Duration(s.end - s.start)
+	r.Slots = s.slots
+	q, err := o.request(r, notBefore, d)
+	if err != nil || notBefore >= s.start {
+		return sp, false
+	}
+	o.spans = append(o.spans[:i:i], o.spans[i+1:]...)
+	defer func() { o.spans = append(o.spans, s) }()
+	for c := notBefore; c < s.start; c++ {
+		free, ok := o.fitsAt(q, c, d)
+		if !ok {
+			continue
+		}
+		nodes := q.w
+		if !q.explicit {
+			nodes = o.choose(free, q.n)
+		}
+		s.start, s.end, s.nodes = c, c+Time(d), nodes
+		sp.Start, sp.End, sp.Nodes = s.start, s.end, setOf(nodes)
+		return sp, true
+	}
+	return sp, false
+}
+
+func trimSlots(slots []int) []int {
+	n := len(slots)
+	for n > 0 && slots[n-1] == 0 {
+		n--
+	}
+	if n == 0 {
+		return nil
+	}
+	return slots[:n:n]
+}
+
+// moveEarlier checks MoveEarlier on pair p against the oracle, usually on a
+// span that exists.
+func (sc *scenario) moveEarlier(k int, p pair) {
+	_, id := sc.oldID(p.o)
+	r := sc.request()
+	nb := sc.time()
+	if sc.src.intn(2) == 0 {
+		nb = sc.cfg.Origin + Time(sc.src.intn(4)) // a "now" that moves little
+	}
+	sc.note("[%d] MoveEarlier(%d, %+v, %d)", k, id, r, nb)
+	got, ok := p.tl.MoveEarlier(id, r, nb)
+	want, wok := p.o.moveEarlier(id, r, nb)
+	if ok {
+		sc.tally("MoveEarlier", nil)
+	} else {
+		sc.tally("MoveEarlier", ErrBusy)
+	}
+	if ok != wok || !spanEqual(got, want) {
+		sc.fail("MoveEarlier(%d, %+v, %d) = %+v, %v; oracle %+v, %v", id, r, nb, got, ok, want, wok)
+	}
+}
+
+// TestMoveEarlierPasses replays what conservative backfilling asks of the
+// timeline: many plans, spans ending early, and a pass of MoveEarlier over
+// every plan in order of start after each; the answers must be those of
+// Remove, EarliestFitBefore and Add, whatever the timeline remembers.
+func TestMoveEarlierPasses(t *testing.T) {
+	for seed := range uint64(30) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 7))
+			nodes := 4 + rng.IntN(24)
+			cfg := Config{}
+			for i := range nodes {
+				cfg.Nodes = append(cfg.Nodes, fmt.Sprintf("n%d", i))
+			}
+			fast, _ := New(cfg)
+			slow, _ := New(cfg)
+			type job struct {
+				id  SpanID
+				req Request
+				run bool // running: may end early
+			}
+			var jobs []*job
+			now := Time(0)
+			next := SpanID(1)
+			for step := 0; step < 400; step++ {
+				now += Time(rng.IntN(5))
+				switch rng.IntN(3) {
+				case 0: // a new plan
+					req := Request{Nodes: 1 + rng.IntN(nodes)}
+					if rng.IntN(8) == 0 {
+						req = Request{NodeSet: Range(rng.IntN(nodes/2), nodes/2+rng.IntN(nodes/2)+1)}
+					}
+					d := Duration(1 + rng.IntN(60))
+					c, ns, err := fast.EarliestFit(req, now, d)
+					if err != nil {
+						continue
+					}
+					sp := Span{ID: next, Start: c, End: c + Time(d), Nodes: ns}
+					if err := fast.Add(sp); err != nil {
+						t.Fatal(err)
+					}
+					if err := slow.Add(sp); err != nil {
+						t.Fatal(err)
+					}
+					jobs = append(jobs, &job{id: next, req: req, run: c == now})
+					next++
+				case 1: // a span ends early
+					for i, j := range jobs {
+						sp, _ := fast.Span(j.id)
+						if sp.Start > now || sp.End <= now+1 {
+							continue
+						}
+						if rng.IntN(2) == 0 {
+							must(t, fast.Truncate(j.id, now+1), slow.Truncate(j.id, now+1))
+						} else {
+							must(t, fast.Remove(j.id), slow.Remove(j.id))
+							jobs = append(jobs[:i], jobs[i+1:]...)
+						}
+						break
+					}
+				}
+				// A pass over the plans, in order of start.
+				for _, j := range jobs {
+					sp, _ := fast.Span(j.id)
+					if sp.Start <= now {
+						continue
+					}
+					got, ok := fast.MoveEarlier(j.id, j.req, now)
+					old, _ := slow.Span(j.id)
+					must(t, slow.Remove(j.id))
+					want, wok := old, false
+					if c, ns, fit := slow.EarliestFitBefore(j.req, now, Duration(old.End-old.Start), old.Start); fit {
+						want.Start, want.End, want.Nodes, wok = c, c+old.End-old.Start, ns, true
+					}
+					must(t, slow.Add(want))
+					if ok != wok || !spanEqual(got, want) {
+						t.Fatalf("step %d: MoveEarlier(%d, %+v, %d) = %+v, %v; Remove, EarliestFitBefore, Add: %+v, %v", step, j.id, j.req, now, got, ok, want, wok)
+					}
+				}
+			}
+		})
+	}
+}
+
+func must(t *testing.T, errs ...error) {
+	t.Helper()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
