@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,7 +17,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/strata-hpc/strata/api"
 	"github.com/strata-hpc/strata/broker"
+	"github.com/strata-hpc/strata/broker/qpuexec"
 	"github.com/strata-hpc/strata/instance"
 	"github.com/strata-hpc/strata/internal/hostlist"
 	"github.com/strata-hpc/strata/internal/when"
@@ -38,7 +42,9 @@ func brokerCommand() *cli.Command {
 				&cli.StringFlag{Name: "nats-creds", Usage: "credentials for --nats-url"},
 				&cli.IntFlag{Name: "replicas", Value: 1, Usage: "JetStream replicas of the broker's state (external clusters)"},
 				&cli.StringFlag{Name: "nodes", Value: "node[0-15]", Usage: "the nodes, as a hostlist"},
-				&cli.StringSliceFlag{Name: "qpu", Value: cli.NewStringSlice("qpu0:8"), Usage: "a QPU backend and its slots, NAME:SLOTS (repeatable)"},
+				&cli.StringSliceFlag{Name: "qpu", Value: cli.NewStringSlice("qpu0:8"), Usage: "a QPU backend and its slots, NAME:SLOTS[:DEVICES] (repeatable; DEVICES: jobs it runs at once, default 1)"},
+				&cli.StringFlag{Name: "qpu-heartbeat", Value: "1s", Usage: "how often QPU executors send heartbeats; one silent for three is gone and its job requeued"},
+				&cli.BoolFlag{Name: "qpu-sim", Usage: "also run a simulated QPU executor for every backend, in this process (demos, tests)"},
 				&cli.StringFlag{Name: "policy", Value: "easy", Usage: "queue policy: fcfs, easy, conservative or hybrid:N"},
 				&cli.StringFlag{Name: "default-walltime", Value: "1h", Usage: "walltime of jobs that give none"},
 				&cli.StringFlag{Name: "max-walltime", Value: "0", Usage: "the longest walltime allowed (0: no limit)"},
@@ -63,22 +69,24 @@ func runBroker(c *cli.Context) error {
 		return usageErr(fmt.Errorf("--nodes: %w", err))
 	}
 	var qpus []timeline.Pool
+	devices := map[string]int{}
 	for _, q := range c.StringSlice("qpu") {
 		if q == "" || q == "none" {
 			continue
 		}
-		name, slots, err := parseQPU(q)
+		name, slots, n, err := parseQPU(q)
 		if err != nil {
 			return usageErr(fmt.Errorf("--qpu %q: %w", q, err))
 		}
 		qpus = append(qpus, timeline.Pool{Name: name, Size: slots})
+		devices[name] = n
 	}
 	pol, err := instance.ParsePolicy(c.String("policy"))
 	if err != nil {
 		return usageErr(fmt.Errorf("--policy: %w", err))
 	}
 	durs := map[string]time.Duration{}
-	for _, f := range []string{"default-walltime", "max-walltime", "kill-grace"} {
+	for _, f := range []string{"default-walltime", "max-walltime", "kill-grace", "qpu-heartbeat"} {
 		d, err := when.ParseDuration(c.String(f))
 		if err != nil {
 			return usageErr(fmt.Errorf("--%s: %w", f, err))
@@ -104,10 +112,20 @@ func runBroker(c *cli.Context) error {
 	rt, err := b.RunInstances(broker.Resources{
 		Nodes: nodes, QPUs: qpus, Policy: pol,
 		DefaultWalltime: durs["default-walltime"], MaxWalltime: durs["max-walltime"], KillGrace: durs["kill-grace"],
+		QPUConcurrency: devices, QPUHeartbeat: durs["qpu-heartbeat"],
 	})
 	if err != nil {
 		b.Shutdown()
 		return err
+	}
+	ctx, stopSims := context.WithCancel(context.Background())
+	defer stopSims()
+	if c.Bool("qpu-sim") {
+		if err := startSimExecutors(ctx, b, qpus, log); err != nil {
+			rt.Close()
+			b.Shutdown()
+			return err
+		}
 	}
 	fmt.Fprintf(c.App.Writer, "strata broker %s serving %s (%d nodes, policy %s)\nadmin credentials: %s\n",
 		version, b.URI("root"), len(nodes), pol.Name, b.AdminCredsPath())
@@ -120,14 +138,48 @@ func runBroker(c *cli.Context) error {
 	return nil
 }
 
-// parseQPU reads NAME:SLOTS.
-func parseQPU(s string) (string, int, error) {
-	name, n, ok := strings.Cut(s, ":")
-	slots, err := strconv.Atoi(n)
-	if !ok || name == "" || err != nil || slots < 1 {
-		return "", 0, fmt.Errorf("use NAME:SLOTS with SLOTS a whole number >= 1, e.g. qpu0:4")
+// parseQPU reads NAME:SLOTS[:DEVICES].
+func parseQPU(s string) (name string, slots, devices int, err error) {
+	parts := strings.Split(s, ":")
+	bad := fmt.Errorf("use NAME:SLOTS or NAME:SLOTS:DEVICES with whole numbers >= 1, e.g. qpu0:4 or qpu0:8:2")
+	if len(parts) < 2 || len(parts) > 3 || api.ValidateUser(parts[0]) != nil {
+		return "", 0, 0, bad
 	}
-	return name, slots, nil
+	devices = 1
+	if slots, err = strconv.Atoi(parts[1]); err != nil || slots < 1 || slots > 1<<20 {
+		return "", 0, 0, bad
+	}
+	if len(parts) == 3 {
+		if devices, err = strconv.Atoi(parts[2]); err != nil || devices < 1 || devices > 1024 {
+			return "", 0, 0, bad
+		}
+	}
+	return parts[0], slots, devices, nil
+}
+
+// startSimExecutors runs a simulated executor for every backend until ctx
+// ends. Each connects over NATS with executor credentials of its own, as a
+// separate executor process would.
+func startSimExecutors(ctx context.Context, b *broker.Broker, qpus []timeline.Pool, log *slog.Logger) error {
+	for _, q := range qpus {
+		name := "sim-" + q.Name
+		creds, err := b.MintCreds(api.RoleExecutor, name, false)
+		if err != nil {
+			return err
+		}
+		f := filepath.Join(filepath.Dir(b.AdminCredsPath()), name+".creds")
+		if err := os.WriteFile(f, creds, 0o600); err != nil {
+			return err
+		}
+		go func() {
+			err := qpuexec.Run(ctx, qpuexec.Options{URL: b.URI(api.RootPath), Creds: f, Backend: q.Name, Sim: true,
+				SimBase: 50 * time.Millisecond, Log: log})
+			if err != nil {
+				log.Error("simulated executor stopped", "backend", q.Name, "err", err)
+			}
+		}()
+	}
+	return nil
 }
 
 // applyConfig sets every flag named in the JSON object in file that was not

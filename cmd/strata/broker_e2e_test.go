@@ -218,6 +218,10 @@ func TestDemo(t *testing.T) {
 		"cancelled by alice",
 		"job 3 completed",
 		"timeout   walltime 2s reached",
+		"--qpu qpu0:2 --",
+		"QPU job 1\n",
+		"BITSTRING  COUNT",
+		"completed:1",
 		"demo done",
 	} {
 		if !strings.Contains(string(out), want) {

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -53,11 +55,17 @@ func runDemo(c *cli.Context) error {
 	}
 	defer b.Shutdown()
 	nodes, _ := hostlist.Parse("node[0-15]")
-	rt, err := b.RunInstances(broker.Resources{Nodes: nodes, QPUs: []timeline.Pool{{Name: "qpu0", Size: 8}}, Policy: instance.EASY, KillGrace: 2 * time.Second})
+	qpus := []timeline.Pool{{Name: "qpu0", Size: 8}}
+	rt, err := b.RunInstances(broker.Resources{Nodes: nodes, QPUs: qpus, Policy: instance.EASY, KillGrace: 2 * time.Second})
 	if err != nil {
 		return err
 	}
 	defer rt.Close()
+	ctx, stopSims := context.WithCancel(c.Context)
+	defer stopSims()
+	if err := startSimExecutors(ctx, b, qpus, slog.New(slog.DiscardHandler)); err != nil {
+		return err
+	}
 	d := &demo{w: w, b: b, dir: dir, ctx: c.Context}
 	fmt.Fprintf(w, "== broker up: %s, state in %s\n", b.URI("root"), filepath.Join(dir, "state"))
 	if err := d.run(); err != nil {
@@ -100,7 +108,11 @@ func (d *demo) submit(c *client.Client, req api.SubmitRequest) (api.Job, error) 
 	var j api.Job
 	err := c.Call(d.ctx, api.OpSubmit, req, &j)
 	if err == nil {
-		fmt.Fprintf(d.w, "%s$ strata submit -N %d -t %ds -- %s\n%d\n", c.User(), req.Nodes, req.Walltime, quoteArgs(req.Command), j.ID)
+		qpu := ""
+		for _, name := range slices.Sorted(maps.Keys(req.QPU)) {
+			qpu += fmt.Sprintf(" --qpu %s:%d", name, req.QPU[name])
+		}
+		fmt.Fprintf(d.w, "%s$ strata submit -N %d -t %ds%s -- %s\n%d\n", c.User(), req.Nodes, req.Walltime, qpu, quoteArgs(req.Command), j.ID)
 	}
 	return j, err
 }
@@ -199,7 +211,49 @@ func (d *demo) run() error {
 	for _, e := range slow.Events {
 		fmt.Fprintf(d.w, "     %s %-9s %s\n", e.Time.Format(time.TimeOnly), e.State, e.Reason)
 	}
+	return d.qpu(alice)
+}
+
+// qpu shows a hybrid job: it holds 2 of qpu0's 8 slots, and its script
+// sends a circuit to the QPU with the strata CLI, through the broker, to
+// the simulated executor, and prints the histogram.
+func (d *demo) qpu(alice *client.Client) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(d.w, "== a hybrid job: it holds 2 of qpu0's 8 slots and sends a circuit to the QPU from its script")
+	script := `id=$(printf 'h q0\ncx q0 q1\nmeasure\n' | "$STRATA" qpu submit --backend qpu0 --shots 1000 --name bell -) && ` +
+		`echo "QPU job $id" && "$STRATA" qpu result --wait "$id"`
+	req := api.SubmitRequest{Nodes: 1, Walltime: 60, QPU: map[string]int{"qpu0": 2}, Command: []string{"sh", "-c", script},
+		Env: map[string]string{"STRATA": self, api.EnvCreds: filepath.Join(d.dir, "alice.creds")}}
+	hybrid, err := d.submit(alice, req)
+	if err != nil {
+		return err
+	}
+	if hybrid, err = d.wait(alice, hybrid.ID); err != nil {
+		return err
+	}
+	d.show(hybrid)
+	out, _ := os.ReadFile(filepath.Join(d.dir, fmt.Sprintf("strata-%d.out", hybrid.ID)))
+	errOut, _ := os.ReadFile(filepath.Join(d.dir, fmt.Sprintf("strata-%d.err", hybrid.ID)))
+	fmt.Fprintf(d.w, "   output:\n%s%s", indent(string(out)), indent(string(errOut)))
+	var acct api.QPUAcctReply
+	if err := alice.Call(d.ctx, api.OpQPUAcct, api.QPUAcctRequest{}, &acct); err != nil {
+		return err
+	}
+	fmt.Fprintln(d.w, "alice$ strata qpu acct")
+	for _, r := range acct.Users {
+		fmt.Fprintf(d.w, "   %s: %.3f QPU seconds, jobs %v, %.4f slot-hours held\n", r.User, r.QPUSecs, r.Jobs, r.SlotHours)
+	}
 	return nil
+}
+
+func indent(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "     " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n     ") + "\n"
 }
 
 // quoteArgs writes argv as it would be typed at a shell.
