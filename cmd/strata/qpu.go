@@ -49,7 +49,7 @@ const (
 func qpuCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "qpu",
-		Usage: "QPU backends, their slots and QPU jobs: status, slots, submit, jobs, show, cancel, result, revoke, acct",
+		Usage: "QPU backends, their slots and QPU jobs: status, slots, submit, jobs, show, cancel, result, revoke, acct, executor",
 		Description: "A job, a child instance or a reservation that holds QPU slots (--qpu NAME:SLOTS) is a\n" +
 			"session on that backend: inside it, 'strata qpu submit' queues circuits or pulse\n" +
 			"sequences for the device, and the backend runs them one at a time, sharing the\n" +
@@ -175,6 +175,7 @@ func qpuCommand() *cli.Command {
 				},
 				Action: runQPUAcct,
 			},
+			qpuExecutorCommand(),
 		},
 	}
 }
