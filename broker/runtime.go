@@ -79,6 +79,10 @@ type Runtime struct {
 	starts     []*startTask
 	// starting holds the jobs whose executor start is in flight.
 	starting map[instance.JobID]*startTask
+	// signalled holds the running jobs that a signal has reached, so
+	// that an exit the core's whole-second walltime deadline overtook
+	// is still a plain exit (instance.Exit.BeforeWalltime).
+	signalled map[instance.JobID]bool
 	// tail is closed once the last sealed batch is published: batches
 	// are published in the order the inputs held the lock.
 	tail <-chan struct{}
@@ -159,6 +163,7 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 		isDirty:   map[instance.JobID]bool{},
 		isDirtyRv: map[string]bool{},
 		starting:  map[instance.JobID]*startTask{},
+		signalled: map[instance.JobID]bool{},
 		startSem:  make(chan struct{}, maxStarts),
 		done:      make(chan struct{}),
 	}
@@ -542,10 +547,18 @@ func (r *Runtime) effect(e instance.Effect) {
 // held.
 func (r *Runtime) signalOnTime(id instance.JobID, sig syscall.Signal) {
 	if d := r.walltimeLag(id, sig); d > 0 {
-		time.AfterFunc(d, func() { r.signal(id, sig) })
+		time.AfterFunc(d, func() {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if r.signal(id, sig) {
+				r.signalled[id] = true
+			}
+		})
 		return
 	}
-	r.signal(id, sig)
+	if r.signal(id, sig) {
+		r.signalled[id] = true
+	}
 }
 
 // maxWalltimeLag bounds walltimeLag, so that a slow start cannot keep a
@@ -577,11 +590,13 @@ func (r *Runtime) walltimeLag(id instance.JobID, sig syscall.Signal) time.Durati
 	return min(time.Until(due), maxWalltimeLag)
 }
 
-func (r *Runtime) signal(id instance.JobID, sig syscall.Signal) {
+// signal sends sig to job id's processes and reports whether they got it.
+func (r *Runtime) signal(id instance.JobID, sig syscall.Signal) bool {
 	err := r.exec.Signal(strconv.FormatInt(int64(id), 10), sig)
 	if err != nil && !errors.Is(err, executor.ErrNotRunning) {
 		r.b.log.Warn("cannot signal job", "job", id, "signal", instance.SignalName(sig), "err", err)
 	}
+	return err == nil
 }
 
 // startTask is one executor start, prepared under the lock and carried
@@ -793,7 +808,9 @@ func (r *Runtime) reapExits() {
 				continue
 			}
 			id := instance.JobID(n)
-			err = r.in.Exited(now, id, instance.Exit{Code: x.ExitCode, Signal: x.Signal, Lost: x.Lost, Err: x.Err})
+			early := !r.signalled[id] && x.Signal == "" && !x.Lost
+			delete(r.signalled, id)
+			err = r.in.Exited(now, id, instance.Exit{Code: x.ExitCode, Signal: x.Signal, Lost: x.Lost, Err: x.Err, BeforeWalltime: early})
 			if err != nil {
 				r.b.log.Warn("exit not applied", "job", n, "err", err)
 			} else if t := r.starting[id]; t != nil {

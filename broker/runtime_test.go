@@ -208,6 +208,18 @@ func TestRuntimeWholeWalltime(t *testing.T) {
 			t.Errorf("job %d was killed %s after it was submitted, short of its 1 s walltime", j.ID, ran)
 		}
 	}
+	// A job that ends by itself within its walltime, after the core's
+	// whole-second deadline has passed, completed.
+	now := time.Now()
+	time.Sleep(now.Truncate(time.Second).Add(1700 * time.Millisecond).Sub(now))
+	var j api.Job
+	if err := alice.Call(context.Background(), api.OpSubmit, api.SubmitRequest{Nodes: 1, Walltime: 1,
+		Command: []string{"sleep", "0.6"}, Cwd: dir}, &j); err != nil {
+		t.Fatal(err)
+	}
+	if j = waitJob(t, alice, j.ID); j.State != api.JobCompleted {
+		t.Errorf("a 0.6 s job with a 1 s walltime: %s: %s", j.State, j.Reason)
+	}
 }
 
 // TestRuntimeRestart stops a broker with a queue and a running job, starts

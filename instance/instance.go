@@ -548,6 +548,11 @@ type Exit struct {
 	Signal string // the signal that killed it ("SIGKILL"), if any
 	Lost   bool   // the runtime lost track of it (its node or the broker died)
 	Err    string // why it could not be started or was lost
+	// BeforeWalltime: the processes ended by themselves before a
+	// walltime signal reached them. The core's clock counts whole
+	// seconds, so its walltime deadline can pass while a job's exit is
+	// on its way; the runtime, which sends the signals, knows better.
+	BeforeWalltime bool
 }
 
 // Exited records that running job id's processes have ended.
@@ -561,6 +566,9 @@ func (in *Instance) Exited(now Time, id JobID, e Exit) error {
 	j.End = now
 	j.ExitCode, j.Signal = e.Code, e.Signal
 	st, reason := j.Term.EndState, j.Term.EndReason
+	if st == Timeout && e.BeforeWalltime {
+		st, reason = 0, ""
+	}
 	switch {
 	case st != 0:
 		// cancelled, timed out or killed: the cause was decided when signalled
