@@ -61,3 +61,14 @@ func versionCommand() *cli.Command {
 
 // usageErr marks an error in the command line itself (exit code 2).
 func usageErr(err error) error { return &exitError{code: 2, err: err} }
+
+// subcommandsOnly is the action of a command that is only a group of
+// subcommands: it shows their help, or refuses an unknown one.
+func subcommandsOnly(name string) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		if c.NArg() > 0 {
+			return usageErr(fmt.Errorf("unknown command '%s %s': see 'strata %s --help'", name, c.Args().First(), name))
+		}
+		return cli.ShowSubcommandHelp(c)
+	}
+}

@@ -55,12 +55,7 @@ func qpuCommand() *cli.Command {
 			"sequences for the device, and the backend runs them one at a time, sharing the\n" +
 			"device among sessions by their slots and the QPU time they have used. Admins\n" +
 			"take backends out of service (maint) and end sessions at once (revoke).",
-		Action: func(c *cli.Context) error {
-			if c.NArg() > 0 {
-				return usageErr(fmt.Errorf("unknown command 'qpu %s': see 'strata qpu --help'", c.Args().First()))
-			}
-			return cli.ShowSubcommandHelp(c)
-		},
+		Action: subcommandsOnly("qpu"),
 		Subcommands: []*cli.Command{
 			{
 				Name:      "status",

@@ -36,12 +36,7 @@ func resvCommand() *cli.Command {
 			"submit into: 'strata submit --resv NAME ...' before or during the window, or\n" +
 			"STRATA_URI=$(strata uri NAME) strata submit ... during it. Only admins create,\n" +
 			"change, delete and plan reservations.",
-		Action: func(c *cli.Context) error {
-			if c.NArg() > 0 {
-				return usageErr(fmt.Errorf("unknown command 'resv %s': see 'strata resv --help'", c.Args().First()))
-			}
-			return cli.ShowSubcommandHelp(c)
-		},
+		Action: subcommandsOnly("resv"),
 		Subcommands: []*cli.Command{
 			resvCreateCommand(),
 			{
