@@ -141,6 +141,9 @@ type SubmitRequest struct {
 	// The job is a child instance (batch, alloc): its process's STRATA_URI
 	// points at the child, where strata run/submit schedule onto its nodes only.
 	Instance bool `json:"instance,omitempty"`
+	// Key makes a retried submission idempotent: a second request with the
+	// same key from the same user returns the first job and changes nothing.
+	Key string `json:"key,omitempty"`
 }
 
 // Validate checks what can be checked without knowing the instance: counts,
@@ -155,6 +158,8 @@ func (r *SubmitRequest) Validate() error {
 		return Errorf(CodeInvalidArgument, "command is empty: give the program to run and its arguments")
 	case len(r.Name) > 128:
 		return Errorf(CodeInvalidArgument, "name is %d bytes long; at most 128", len(r.Name))
+	case len(r.Key) > 64:
+		return Errorf(CodeInvalidArgument, "key is %d bytes long; at most 64", len(r.Key))
 	}
 	if r.Resv != "" && !nameRe.MatchString(r.Resv) {
 		return Errorf(CodeInvalidArgument, "invalid reservation name %q", r.Resv)

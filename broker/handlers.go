@@ -54,13 +54,21 @@ func (r *Runtime) submit(ctx context.Context, q Request) (any, error) {
 		k := map[api.DependencyType]instance.DepKind{api.AfterOK: instance.AfterOK, api.AfterAny: instance.AfterAny, api.AfterNotOK: instance.AfterNotOK}[d.Type]
 		spec.Deps = append(spec.Deps, instance.Dep{Kind: k, Job: instance.JobID(d.Job)})
 	}
-	meta := &jobMeta{Command: sr.Command, Cwd: sr.Cwd, Env: sr.Env, Stdout: sr.Stdout, Stderr: sr.Stderr}
+	meta := &jobMeta{Command: sr.Command, Cwd: sr.Cwd, Env: sr.Env, Stdout: sr.Stdout, Stderr: sr.Stderr, Key: sr.Key}
 	v, err := r.do(ctx, func(now instance.Time) (any, error) {
+		if sr.Key != "" { // a retry: the first answer
+			if j, ok := r.in.Job(r.keys[q.User+"\x00"+sr.Key]); ok {
+				return r.apiJob(j), nil
+			}
+		}
 		id, err := r.in.Submit(now, actor(q), q.Path, spec)
 		if err != nil {
 			return nil, coreError(err)
 		}
 		r.meta[id] = meta // persisted with the record by apply
+		if sr.Key != "" {
+			r.keys[q.User+"\x00"+sr.Key] = id
+		}
 		j, _ := r.in.Job(id)
 		return r.apiJob(j), nil
 	})

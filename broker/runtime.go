@@ -65,6 +65,7 @@ type Runtime struct {
 	mu       sync.Mutex
 	in       *instance.Instance
 	meta     map[instance.JobID]*jobMeta
+	keys     map[string]instance.JobID // user + "\x00" + idempotency key
 	services map[string]*Service
 	waiters  map[instance.JobID][]chan struct{}
 	timer    *time.Timer
@@ -112,6 +113,7 @@ type jobMeta struct {
 	Stdout  string            `json:"stdout,omitempty"`
 	Stderr  string            `json:"stderr,omitempty"`
 	Exec    *executor.Record  `json:"exec,omitempty"`
+	Key     string            `json:"key,omitempty"` // the submission's idempotency key
 }
 
 // jobRecord is a job as persisted.
@@ -158,6 +160,7 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 	r := &Runtime{
 		b: b, res: res, exec: res.Executor, in: in,
 		meta:      map[instance.JobID]*jobMeta{},
+		keys:      map[string]instance.JobID{},
 		services:  map[string]*Service{},
 		waiters:   map[instance.JobID][]chan struct{}{},
 		isDirty:   map[instance.JobID]bool{},
@@ -214,6 +217,9 @@ func (r *Runtime) restore(ctx context.Context) error {
 		}
 		m := rec.Meta
 		r.meta[rec.Job.ID] = &m
+		if m.Key != "" {
+			r.keys[rec.Job.Spec.User+"\x00"+m.Key] = rec.Job.ID
+		}
 		jobs = append(jobs, rec.Job)
 		return nil
 	}); err != nil {

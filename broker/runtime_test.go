@@ -253,3 +253,32 @@ func TestRuntimeRestart(t *testing.T) {
 		t.Errorf("new job ID %d reuses an old one (last %d)", next.ID, held.ID)
 	}
 }
+
+// TestSubmitIdempotent: a retried submission (same key, same user) returns
+// the first job, before and after a restart; another user's key is theirs.
+func TestSubmitIdempotent(t *testing.T) {
+	dir := t.TempDir()
+	b, rt := runtime(t, dir)
+	alice, bob := userClient(t, b, "alice"), userClient(t, b, "bob")
+	ctx := context.Background()
+	req := api.SubmitRequest{Nodes: 1, Walltime: 60, Hold: true, Command: []string{"true"}, Cwd: "/", Key: "k-1"}
+	var a1, a2, b1 api.Job
+	for _, c := range []struct {
+		cl *client.Client
+		j  *api.Job
+	}{{alice, &a1}, {alice, &a2}, {bob, &b1}} {
+		if err := c.cl.Call(ctx, api.OpSubmit, req, c.j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a1.ID != a2.ID || b1.ID == a1.ID {
+		t.Fatalf("alice %d then %d, bob %d: want alice's twice the same, bob's another", a1.ID, a2.ID, b1.ID)
+	}
+	rt.Close()
+	b.Shutdown()
+	b2, _ := runtime(t, dir)
+	var a3 api.Job
+	if err := userClient(t, b2, "alice").Call(ctx, api.OpSubmit, req, &a3); err != nil || a3.ID != a1.ID {
+		t.Fatalf("after a restart: job %d (%v), want %d", a3.ID, err, a1.ID)
+	}
+}

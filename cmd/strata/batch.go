@@ -99,8 +99,8 @@ func runBatch(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	var job api.Job
-	if err := callOnce(c, api.OpSubmit, req, &job); err != nil {
+	job, err := dialSubmit(c, req)
+	if err != nil {
 		return err
 	}
 	fmt.Fprintln(c.App.Writer, job.ID)
@@ -202,8 +202,8 @@ func runAlloc(c *cli.Context) error {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	defer signal.Stop(sigs)
 
-	var job api.Job
-	if err := call(c, cl, api.OpSubmit, req, &job); err != nil {
+	job, err := submitJob(c, cl, req)
+	if err != nil {
 		return err
 	}
 	job, err = awaitStart(ctxOf(c), cl, job, errw, sigs)

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -168,6 +171,65 @@ func ctxOf(c *cli.Context) context.Context {
 		return c.Context
 	}
 	return context.Background()
+}
+
+// How submissions (submit, run, batch, alloc, qpu submit) talk to the
+// broker: each carries an idempotency key, so that a request whose reply
+// never came can be sent again and returns the first job.
+const (
+	// submitTries is how often a submission is sent when no reply comes.
+	submitTries = 3
+	// submitTimeout bounds each attempt.
+	submitTimeout = 15 * time.Second
+)
+
+// newKey returns a random idempotency key: 16 hexadecimal digits.
+func newKey() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// caller makes one request, as client.Client.Call does.
+type caller func(ctx context.Context, op string, req, resp any) error
+
+// callIdempotent sends req, whose idempotency key is set, again with the
+// same key while no reply comes (up to submitTries times).
+func callIdempotent(ctx context.Context, call caller, op string, req, resp any) error {
+	var err error
+	for try := 1; try <= submitTries; try++ {
+		actx, cancel := context.WithTimeout(ctx, submitTimeout)
+		err = call(actx, op, req, resp)
+		cancel()
+		if err == nil || !retryable(err) || ctx.Err() != nil {
+			break
+		}
+	}
+	return err
+}
+
+// submitJob submits req with a fresh idempotency key, sent again while
+// no reply comes.
+func submitJob(c *cli.Context, cl *client.Client, req api.SubmitRequest) (api.Job, error) {
+	req.Key = newKey()
+	var job api.Job
+	err := callIdempotent(ctxOf(c), cl.Call, api.OpSubmit, req, &job)
+	return job, err
+}
+
+// dialSubmit dials the broker and submits req (submitJob).
+func dialSubmit(c *cli.Context, req api.SubmitRequest) (api.Job, error) {
+	cl, err := dial(c)
+	if err != nil {
+		return api.Job{}, err
+	}
+	defer cl.Close()
+	return submitJob(c, cl, req)
+}
+
+// retryable reports whether a request may be sent again: no reply came.
+func retryable(err error) bool {
+	return isCode(err, api.CodeDeadlineExceeded) || isCode(err, api.CodeUnavailable)
 }
 
 // isCode reports whether err is an *api.Error with code.

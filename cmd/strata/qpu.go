@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -30,11 +28,6 @@ func init() {
 
 // How qpu submit and qpu result talk to the broker.
 const (
-	// qpuSubmitTries is how often submit sends its request when no reply
-	// comes; the idempotency key makes a retry return the first job.
-	qpuSubmitTries = 3
-	// qpuSubmitTimeout bounds each submit attempt.
-	qpuSubmitTimeout = 15 * time.Second
 	// qpuWaitMax is the most one result request may ask the broker to wait
 	// (api.QPUResultRequest: at most 60 s).
 	qpuWaitMax = 60 * time.Second
@@ -490,13 +483,6 @@ func readPayload(file string, stdin io.Reader) ([]byte, error) {
 	return b, nil
 }
 
-// newQPUKey returns a random idempotency key: 16 hexadecimal digits.
-func newQPUKey() string {
-	var b [8]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
 func runQPUSubmit(c *cli.Context) error {
 	u, err := instanceURI(c)
 	if err != nil {
@@ -506,7 +492,7 @@ func runQPUSubmit(c *cli.Context) error {
 		Backend: c.String("backend"), BackendSet: c.IsSet("backend"),
 		Shots: c.Int("shots"), ShotsSet: c.IsSet("shots"),
 		Name: c.String("name"), Args: c.Args().Slice(),
-		JobID: os.Getenv("STRATA_JOBID"), Path: u.Path, Key: newQPUKey(),
+		JobID: os.Getenv("STRATA_JOBID"), Path: u.Path, Key: newKey(),
 	}
 	req, err := f.request(c.App.Reader)
 	if err != nil {
@@ -528,27 +514,11 @@ func runQPUSubmit(c *cli.Context) error {
 	return nil
 }
 
-// caller makes one request, as client.Client.Call does.
-type caller func(ctx context.Context, op string, req, resp any) error
-
 // submitQPU sends req, again with the same key when no reply comes.
 func submitQPU(ctx context.Context, call caller, req api.QPUSubmitRequest) (api.QPUJob, error) {
 	var j api.QPUJob
-	var err error
-	for try := 1; try <= qpuSubmitTries; try++ {
-		actx, cancel := context.WithTimeout(ctx, qpuSubmitTimeout)
-		err = call(actx, api.OpQPUSubmit, req, &j)
-		cancel()
-		if err == nil || !retryable(err) || ctx.Err() != nil {
-			break
-		}
-	}
+	err := callIdempotent(ctx, call, api.OpQPUSubmit, req, &j)
 	return j, err
-}
-
-// retryable reports whether a request may be sent again: no reply came.
-func retryable(err error) bool {
-	return isCode(err, api.CodeDeadlineExceeded) || isCode(err, api.CodeUnavailable)
 }
 
 // jobs

@@ -152,9 +152,9 @@ func TestQPUSubmitErrors(t *testing.T) {
 func TestNewQPUKey(t *testing.T) {
 	seen := map[string]bool{}
 	for range 100 {
-		k := newQPUKey()
+		k := newKey()
 		if len(k) != 16 || strings.Trim(k, "0123456789abcdef") != "" || seen[k] {
-			t.Fatalf("newQPUKey() = %q (seen before: %t)", k, seen[k])
+			t.Fatalf("newKey() = %q (seen before: %t)", k, seen[k])
 		}
 		seen[k] = true
 	}
@@ -203,8 +203,8 @@ func TestSubmitQPURetriesWithTheSameKey(t *testing.T) {
 		t.Errorf("submitQPU = %v after %d requests; want permission_denied after 1", err, len(f.reqs))
 	}
 	f = &fakeCall{replies: slices.Repeat([]func(any) error{replyErr(api.CodeDeadlineExceeded)}, 5)}
-	if _, err := submitQPU(context.Background(), f.call, req); !isCode(err, api.CodeDeadlineExceeded) || len(f.reqs) != qpuSubmitTries {
-		t.Errorf("submitQPU = %v after %d requests; want deadline_exceeded after %d", err, len(f.reqs), qpuSubmitTries)
+	if _, err := submitQPU(context.Background(), f.call, req); !isCode(err, api.CodeDeadlineExceeded) || len(f.reqs) != submitTries {
+		t.Errorf("submitQPU = %v after %d requests; want deadline_exceeded after %d", err, len(f.reqs), submitTries)
 	}
 }
 

@@ -81,8 +81,8 @@ func runRun(c *cli.Context) error {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 
-	var job api.Job
-	if err := call(c, cl, api.OpSubmit, req, &job); err != nil {
+	job, err := submitJob(c, cl, req)
+	if err != nil {
 		return err
 	}
 	name := job.Name

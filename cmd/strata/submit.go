@@ -175,8 +175,8 @@ func runSubmit(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	var job api.Job
-	if err := callOnce(c, api.OpSubmit, req, &job); err != nil {
+	job, err := dialSubmit(c, req)
+	if err != nil {
 		return err
 	}
 	fmt.Fprintln(c.App.Writer, job.ID)
