@@ -277,23 +277,12 @@ func (r *Runtime) tickQPU() {
 
 // qpuError maps the QPU scheduler's errors to wire errors.
 func qpuError(err error) error {
-	if err == nil {
-		return nil
-	}
-	for _, m := range []struct {
-		target error
-		code   api.Code
-	}{
+	return wireError(err, []errCode{
 		{qpu.ErrNotFound, api.CodeNotFound},
 		{qpu.ErrPermission, api.CodePermissionDenied},
 		{qpu.ErrInvalid, api.CodeInvalidArgument},
 		{qpu.ErrState, api.CodeConflict},
-	} {
-		if errors.Is(err, m.target) {
-			return api.Errorf(m.code, "%s", strings.TrimPrefix(err.Error(), m.target.Error()+": "))
-		}
-	}
-	return err
+	})
 }
 
 // --- user operations -----------------------------------------------------

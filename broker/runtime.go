@@ -892,19 +892,28 @@ func (r *Runtime) do(ctx context.Context, f func(now instance.Time) (any, error)
 // coreError turns the core's errors into wire errors with their codes and
 // the core's sentence.
 func coreError(err error) error {
-	if err == nil {
-		return nil
-	}
-	for _, m := range []struct {
-		target error
-		code   api.Code
-	}{
+	return wireError(err, []errCode{
 		{instance.ErrNotFound, api.CodeNotFound},
 		{instance.ErrPermission, api.CodePermissionDenied},
 		{instance.ErrInvalid, api.CodeInvalidArgument},
 		{instance.ErrState, api.CodeConflict},
 		{instance.ErrNoFit, api.CodeNoResources},
-	} {
+	})
+}
+
+// errCode pairs a core package's error with its wire code.
+type errCode struct {
+	target error
+	code   api.Code
+}
+
+// wireError turns err, wrapping one of codes' targets, into a wire error
+// with its code and the sentence after the target's own text.
+func wireError(err error, codes []errCode) error {
+	if err == nil {
+		return nil
+	}
+	for _, m := range codes {
 		if errors.Is(err, m.target) {
 			return api.Errorf(m.code, "%s", strings.TrimPrefix(err.Error(), m.target.Error()+": "))
 		}
