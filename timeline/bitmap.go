@@ -101,18 +101,35 @@ func (t *Timeline) freeRuns(segs []seg, w []run) ([]run, int) {
 // release returns the earliest end among segs by which enough nodes of w
 // (|w| nodes, wn of them) are released for n to be free: with m(x) the latest
 // end of the segments holding node x, the smallest e such that at least n
-// nodes of w have m(x) <= e, counting the nodes no segment holds. There must
+// nodes of w have m(x) <= e, counting the nodes no segment holds; or stop
+// when that e is at or after stop (the caller looks no further). There must
 // be such an e (n <= wn).
 //
 // It paints the segments into a bitmap by descending end: the nodes a segment
 // paints first are those whose latest end it is. Once more than wn-n nodes are
-// painted, the end being painted is the answer.
-func (t *Timeline) release(segs []seg, w []run, wn, n int) Time {
+// painted, the end being painted is the answer. The segments ending at or
+// after stop are painted first, unsorted: if they hold too many nodes, the
+// answer is stop, and only the others are sorted.
+func (t *Timeline) release(segs []seg, w []run, wn, n int, stop Time) Time {
 	b := &t.bits
 	b.reset(w[0].lo, w[len(w)-1].hi)
 	for i := 1; i < len(w); i++ { // nodes between the runs of w never count
 		b.set(w[i-1].hi, w[i].lo)
 	}
+	limit, painted := wn-n, 0
+	rest := t.rest[:0]
+	for _, s := range segs {
+		if s.end >= stop {
+			painted += b.set(s.lo, s.hi)
+		} else {
+			rest = append(rest, s)
+		}
+	}
+	t.rest = rest
+	if painted > limit {
+		return stop
+	}
+	segs = rest
 	// Order the segments by end through integer keys: end offset above the
 	// smallest end in the high 40 bits, index in the low 24.
 	minEnd, maxEnd := segs[0].end, segs[0].end
@@ -145,7 +162,6 @@ func (t *Timeline) release(segs []seg, w []run, wn, n int) Time {
 		})
 	}
 	t.order = order
-	limit, painted := wn-n, 0
 	for i := len(order) - 1; i >= 0; {
 		e := segs[order[i]].end
 		for ; i >= 0 && segs[order[i]].end == e; i-- {

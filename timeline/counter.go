@@ -272,11 +272,16 @@ func (c *counter) insert(pts []point) {
 // throughout [c, c+d) and c+d <= horizon; from >= origin, d > 0,
 // 0 < amount <= size. It scans the change points forward from the floor of
 // from, moving the candidate past every segment that has no room.
-func (c *counter) earliest(amount int64, from Time, d Duration, horizon Time) (Time, bool) {
+//
+// With use > 0, it counts use units fewer in use over [a, b), as if a span
+// using them there were gone; the counter must count at least use units
+// throughout [a, b) (the span is in it), so b is at or before its last
+// point.
+func (c *counter) earliest(amount int64, from Time, d Duration, horizon Time, a, b Time, use int64) (Time, bool) {
 	limit := c.size - amount
 	cand := from
 	blocked, done, ok := false, false, false
-	c.scan(from, func(p point) bool {
+	step := func(p point) bool {
 		if blocked {
 			cand = p.t
 			blocked = false
@@ -293,7 +298,38 @@ func (c *counter) earliest(amount int64, from Time, d Duration, horizon Time) (T
 			blocked = true
 		}
 		return true
-	})
+	}
+	if use == 0 {
+		c.scan(from, step)
+	} else {
+		// The points as they would be: use taken off in [a, b), with
+		// points at a and b where there are none. The first one holds the
+		// value at from.
+		var last Time  // the instant the previous point stands for
+		var prev int64 // the raw value of the previous point
+		first := true
+		c.scan(from, func(p point) bool {
+			if first {
+				first = false
+				last, prev = max(p.t, from), p.used
+				if last >= a && last < b {
+					p.used -= use
+				}
+				return step(p)
+			}
+			if a > last && a < p.t && !step(point{a, prev - use}) {
+				return false
+			}
+			if b > last && b < p.t && !step(point{b, prev}) {
+				return false
+			}
+			last, prev = p.t, p.used
+			if p.t >= a && p.t < b {
+				p.used -= use
+			}
+			return step(p)
+		})
+	}
 	if done {
 		return cand, ok
 	}

@@ -22,7 +22,8 @@ func TestCounterRandom(t *testing.T) {
 		size := int64(1 + r.IntN(20))
 		cv := newCounter(size, 0, btree.NewFreeListG[chunk](4))
 		c := &cv
-		var want [horizon + 1]int64
+		var wantMain [horizon + 1]int64
+		want := &wantMain
 		var uses []use
 		check := func(c *counter, want *[horizon + 1]int64) {
 			t.Helper()
@@ -62,8 +63,28 @@ func TestCounterRandom(t *testing.T) {
 						break
 					}
 				}
-				if got, ok := c.earliest(amount, s, d, horizon); ok != wantOK || (ok && got != wantAt) {
+				if got, ok := c.earliest(amount, s, d, horizon, 0, 0, 0); ok != wantOK || (ok && got != wantAt) {
 					t.Fatalf("round %d: earliest(%d, %d, %d) = %d, %v; want %d, %v", round, amount, s, d, got, ok, wantAt, wantOK)
+				}
+				// The same with one use counted as gone (MoveEarlier's
+				// search with its own span out).
+				if len(uses) == 0 || want != &wantMain {
+					continue
+				}
+				u := uses[r.IntN(len(uses))]
+				without := *want
+				for at := u.s; at < u.e; at++ {
+					without[at] -= u.v
+				}
+				wantAt, wantOK = 0, false
+				for c0 := s; c0+Time(d) <= horizon; c0++ {
+					if slices.Max(without[c0:c0+Time(d)])+amount <= size {
+						wantAt, wantOK = c0, true
+						break
+					}
+				}
+				if got, ok := c.earliest(amount, s, d, horizon, u.s, u.e, u.v); ok != wantOK || (ok && got != wantAt) {
+					t.Fatalf("round %d: earliest(%d, %d, %d) without [%d, %d) x %d = %d, %v; want %d, %v", round, amount, s, d, u.s, u.e, u.v, got, ok, wantAt, wantOK)
 				}
 			}
 		}
@@ -74,7 +95,7 @@ func TestCounterRandom(t *testing.T) {
 				uses = slices.Delete(uses, i, i+1)
 				c.add(u.s, u.e, -u.v)
 				for at := u.s; at < u.e; at++ {
-					want[at] -= u.v
+					wantMain[at] -= u.v
 				}
 			} else {
 				s := Time(r.IntN(horizon))
@@ -83,16 +104,16 @@ func TestCounterRandom(t *testing.T) {
 				uses = append(uses, use{s, e, v})
 				c.add(s, e, v)
 				for at := s; at < e; at++ {
-					want[at] += v
+					wantMain[at] += v
 				}
 			}
 			if op%100 == 0 {
 				// A clone changed on one side leaves the other intact.
 				cl := c.clone()
 				cl.add(0, horizon, 5)
-				check(c, &want)
+				check(c, want)
 				check(&cl, func() *[horizon + 1]int64 {
-					w := want
+					w := wantMain
 					for at := 0; at < horizon; at++ {
 						w[at] += 5
 					}
@@ -100,7 +121,7 @@ func TestCounterRandom(t *testing.T) {
 				}())
 			}
 		}
-		check(c, &want)
+		check(c, want)
 		for _, u := range uses {
 			c.add(u.s, u.e, -u.v)
 		}

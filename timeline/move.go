@@ -2,6 +2,7 @@ package timeline
 
 import (
 	"cmp"
+	"math/bits"
 	"slices"
 )
 
@@ -25,7 +26,12 @@ import (
 // freed since (every Remove and Truncate, and every move). Such a span can
 // only move to a start whose window overlaps, in time, something freed
 // since on a node req may use; MoveEarlier searches only those starts, and
-// none at all when nothing relevant was freed. Its answer is the same.
+// none at all when nothing relevant was freed. It narrows them further:
+// for each freed area it learns once how late a window using its nodes can
+// end (see freedRect), and until the timeline next changes it remembers
+// where searches found no room (see noFit). It searches with the span
+// counted as gone, without taking it out and putting it back. Its answer is
+// the same.
 //
 // Not safe for concurrent use (see Timeline). A Clone starts with nothing
 // remembered.
@@ -50,42 +56,37 @@ func (t *Timeline) MoveEarlier(id SpanID, req Request, notBefore Time) (Span, bo
 		ranges = append(t.ranges[:0], timeRange{notBefore, s.start})
 		t.ranges = ranges
 	}
-	// A window starting before apart ends by s.start: s is not in its way.
-	// Later ones are searched with s taken out; the log hears of that only
-	// if it moves.
-	apart := s.start - Time(d) + 1
+	// Search with s counted as gone: without taking it out of the indexes
+	// and counts, and putting it back, which would cost as much as the
+	// search when it does not move.
+	// What a search earlier at this version found no room for needs no
+	// search again (see noFit).
+	cacheable := p.n > 0 && !p.explicit && p.w.Equal(t.res.all) && onlyNodes(p.amt)
+	if cacheable {
+		ranges = t.unknown(ranges, p.n, d, s.start-Time(d)+1)
+	}
+	t.skipping(s)
 	var (
 		c     Time
 		nodes NodeSet
 		found bool
-		taken bool
 	)
 	for _, r := range ranges {
-		if r.lo < apart {
-			if c, nodes, found = t.search(p, r.lo, d, min(r.hi, apart)); found {
-				break
-			}
+		if c, nodes, found = t.search(p, r.lo, d, r.hi); found {
+			break
 		}
-		if r.hi > apart {
-			if !taken {
-				t.take(s)
-				taken = true
-			}
-			if c, nodes, found = t.search(p, max(r.lo, apart), d, r.hi); found {
-				break
-			}
+	}
+	t.skip = nil
+	if !found && cacheable {
+		for _, r := range ranges {
+			t.known(r, p.n, d)
 		}
 	}
 	if !found {
-		if taken {
-			t.put(s)
-		}
 		t.remember(s, key, notBefore)
 		return s.export(), false
 	}
-	if !taken {
-		t.take(s)
-	}
+	t.take(s)
 	ns := &span{id: s.id, tag: s.tag, start: c, end: c + Time(d), nodes: nodes.compact(), pools: s.pools}
 	t.put(ns)
 	t.freed(s.nodes, s.start, s.end)
@@ -115,9 +116,20 @@ type moveMemo struct {
 }
 
 // freedRect is a record of the free log: nodes freed over [start, end).
+//
+// Once a move has looked at it (known), reach is the latest instant at
+// which a window overlapping [start, end) in time can end while a node of
+// nodes is free throughout it (see moveRanges), as the timeline was when it
+// was computed: for every node, the first start at or after end of a span
+// on it, and the latest of those over the nodes (MaxTime when one has
+// none). firsts are the spans that start first on some node; for them the
+// bound does not hold, as it counted them as busy.
 type freedRect struct {
 	nodes      NodeSet
 	start, end Time
+	known      bool
+	reach      Time
+	firsts     []SpanID
 }
 
 // freeLog records the node-time rectangles freed since the oldest mark a
@@ -204,6 +216,18 @@ type timeRange struct{ lo, hi Time }
 // at some instant of W in T0: a logged rectangle holds x and overlaps W.
 // So c is in [r.start-d+1, r.end) for a logged rectangle r meeting w, and
 // the earliest fit now is the earliest fit within those ranges.
+//
+// Tighter: take r the last rectangle logged that holds x and overlaps W.
+// The instants of W on x are free now; none was freed after r was logged
+// (it would have been logged later, on x, overlapping W), so they were free
+// from then on, and in particular when r.reach was computed (after r was
+// logged, at the first move that looked at r). Then r.reach >= c+d: r
+// overlaps W at some instant u on x, and x is free (without s) over
+// [u, b) when r's end b > u... more exactly, the first span on x starting at
+// or after b, if it is not s, starts at or after c+d (c < b, and it cannot
+// start inside W), and a span on x busy somewhere in (u, b) would be inside
+// W; s itself is never inside r on x (it sat where it is when r was freed).
+// So unless s is one of r.firsts, c+d <= r.reach, and c < r.reach-d+1.
 func (t *Timeline) moveRanges(s *span, key moveKey, nb Time, d Duration) ([]timeRange, bool) {
 	l := &t.frees
 	m, ok := l.memos[s.id]
@@ -211,9 +235,20 @@ func (t *Timeline) moveRanges(s *span, key moveKey, nb Time, d Duration) ([]time
 		return nil, true
 	}
 	ranges := t.ranges[:0]
-	for _, r := range l.recs[m.mark-l.base:] {
+	recs := l.recs[m.mark-l.base:]
+	for i := range recs {
+		r := &recs[i]
 		lo, hi := max(nb, r.start-Time(d)+1), min(s.start, r.end)
-		if lo < hi && r.nodes.Overlaps(key.w) {
+		if lo >= hi || !r.nodes.Overlaps(key.w) {
+			continue
+		}
+		if !r.known {
+			t.reach(r)
+		}
+		if cut := r.reach - Time(d) + 1; r.reach < MaxTime && cut < hi && !slices.Contains(r.firsts, s.id) {
+			hi = cut
+		}
+		if lo < hi {
 			ranges = append(ranges, timeRange{lo, hi})
 		}
 	}
@@ -231,6 +266,20 @@ func (t *Timeline) moveRanges(s *span, key moveKey, nb Time, d Duration) ([]time
 	}
 	t.ranges = ranges
 	return ranges, false
+}
+
+// skipping makes the queries count s as gone, until t.skip is reset.
+func (t *Timeline) skipping(s *span) {
+	use := t.skipUse[:0]
+	use = append(use, int64(s.nodes.Len()))
+	for i := 1; i < len(t.dims); i++ {
+		v := int64(0)
+		if sl := s.slots(); i-1 < len(sl) {
+			v = int64(sl[i-1])
+		}
+		use = append(use, v)
+	}
+	t.skip, t.skipUse = s, use
 }
 
 // take removes s from the indexes and counts without logging it (it will
@@ -263,4 +312,153 @@ func (t *Timeline) unfreed(s *span) {
 		l.recs[n-1] = freedRect{}
 		l.recs = l.recs[:n-1]
 	}
+}
+
+// reach computes r.reach and r.firsts (see freedRect), as the timeline is
+// now, and marks r known. It scans, class by class, the spans starting at or
+// after r.end on the bounds of r.nodes, keeping for each node of r.nodes the
+// first start; a class stops at a start no earlier than the latest first
+// start found, once every node has one.
+func (t *Timeline) reach(r *freedRect) {
+	r.known = true
+	rs := r.nodes.runs
+	lo, hi := rs[0].lo, rs[len(rs)-1].hi
+	n := int(hi - lo)
+	if cap(t.firstAt) < n {
+		t.firstAt = make([]Time, n)
+		t.firstBy = make([]*span, n)
+	}
+	first, by := t.firstAt[:n], t.firstBy[:n]
+	for i := range first {
+		first[i] = -1 // not a node of r: never counted
+	}
+	uncovered := 0
+	for _, x := range rs {
+		for i := x.lo; i < x.hi; i++ {
+			first[i-lo], by[i-lo] = MaxTime, nil
+		}
+		uncovered += x.len()
+	}
+	latest := MaxTime // the latest first start, once every node has one
+	lift := func(slo, shi int32, start Time, s *span) {
+		for i := max(slo, lo); i < min(shi, hi); i++ {
+			if f := first[i-lo]; f > start {
+				if f == MaxTime {
+					uncovered--
+				}
+				first[i-lo], by[i-lo] = start, s
+			}
+		}
+	}
+	latestNow := func() Time {
+		m := Time(-1)
+		for _, f := range first {
+			m = max(m, f)
+		}
+		return m
+	}
+	x := &t.nodeIdx
+	for m := x.mask; m != 0; m &= m - 1 {
+		x.cls[bits.TrailingZeros64(m)].AscendGreaterOrEqual(ikey{start: r.end}, func(it ikey) bool {
+			if it.start >= latest {
+				return false
+			}
+			if it.bound() <= lo || it.lo >= hi {
+				return true
+			}
+			if it.hi > 0 {
+				lift(it.lo, it.hi, it.start, it.s)
+			} else {
+				for _, sr := range it.s.nodes.runs {
+					lift(sr.lo, sr.hi, it.start, it.s)
+				}
+			}
+			if uncovered == 0 && latest == MaxTime {
+				latest = latestNow()
+			}
+			return true
+		})
+		if uncovered == 0 {
+			latest = latestNow()
+		}
+	}
+	if uncovered > 0 {
+		r.reach = MaxTime
+		return
+	}
+	r.reach = latest
+	var ids []SpanID
+	var prev *span
+	for _, s := range by {
+		if s != nil && s != prev {
+			ids = append(ids, s.id)
+			prev = s
+		}
+	}
+	slices.Sort(ids)
+	r.firsts = slices.Compact(ids)
+	clear(by)
+}
+
+// noFit records that at version, no start in [lo, hi) had n nodes free
+// throughout its d seconds. Then neither has any start there for n' >= n
+// nodes or d' >= d seconds (fewer nodes are free throughout a longer
+// window), until the timeline changes. A search that MoveEarlier made with
+// its own span counted as gone found no room where the timeline, with that
+// span in, has even less: so its answer is such a fact.
+type noFit struct {
+	version uint64
+	n       int
+	d       Duration
+	lo, hi  Time
+}
+
+// maxNoFits bounds the facts kept for one version.
+const maxNoFits = 64
+
+// known records that [r.lo, r.hi) has no room for n nodes of all for d
+// seconds, as the timeline is now.
+func (t *Timeline) known(r timeRange, n int, d Duration) {
+	if len(t.noFits) > 0 && t.noFits[0].version != t.version {
+		t.noFits = t.noFits[:0]
+	}
+	if len(t.noFits) < maxNoFits {
+		t.noFits = append(t.noFits, noFit{version: t.version, n: n, d: d, lo: r.lo, hi: r.hi})
+	}
+}
+
+// unknown trims from ranges the starts that a fact of this version rules
+// out for n nodes of all over d seconds, except those at or after apart,
+// whose windows overlap the span being moved: the facts count it as busy,
+// the search does not. ranges are sorted and disjoint, and so is the result
+// (in the same memory).
+func (t *Timeline) unknown(ranges []timeRange, n int, d Duration, apart Time) []timeRange {
+	if len(t.noFits) == 0 || t.noFits[0].version != t.version {
+		return ranges
+	}
+	out := ranges[:0]
+	for _, r := range ranges {
+		for moved := true; moved && r.lo < min(r.hi, apart); {
+			moved = false
+			for _, f := range t.noFits {
+				if f.n <= n && f.d <= d && f.lo <= r.lo && f.hi > r.lo {
+					r.lo, moved = min(f.hi, r.hi, apart), true
+				}
+			}
+		}
+		if r.lo < r.hi {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// onlyNodes reports whether amt asks for no pool units.
+func onlyNodes(amt []int64) bool {
+	for _, a := range amt[1:] {
+		if a != 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -104,7 +104,7 @@ func (t *Timeline) Fits(req Request, start Time, d Duration) (NodeSet, bool) {
 	var nodes NodeSet
 	if p.n > 0 {
 		var ok bool
-		if nodes, ok, _ = t.nodeFit(p, t.collect(start, end, p.w), false); !ok {
+		if nodes, ok, _ = t.nodeFit(p, t.collect(start, end, p.w), 0); !ok {
 			return NodeSet{}, false
 		}
 	}
@@ -176,12 +176,13 @@ func (t *Timeline) search(p plan, notBefore Time, d Duration, limit Time) (Time,
 			segs = t.advance(segs, c, seen, c+Time(d), p.w)
 		}
 		seen = c + Time(d)
-		nodes, ok, next := t.nodeFit(p, segs, true)
+		stop := min(limit, t.res.horizon-Time(d)+1)
+		nodes, ok, next := t.nodeFit(p, segs, stop)
 		if ok {
 			t.memo = fitMemo{version: t.version, start: c, end: c + Time(d), nodes: nodes, amt: p.amt}
 			return c, nodes, true
 		}
-		if next > t.res.horizon-Time(d) {
+		if next >= stop {
 			break
 		}
 		c = next
@@ -199,7 +200,12 @@ func (t *Timeline) countsFit(amt []int64, c Time, d Duration) (Time, bool) {
 			agree++
 			continue
 		}
-		c2, ok := t.dims[i].earliest(amt[i], c, d, t.res.horizon)
+		var a, b Time
+		var use int64
+		if s := t.skip; s != nil {
+			a, b, use = s.start, s.end, t.skipUse[i]
+		}
+		c2, ok := t.dims[i].earliest(amt[i], c, d, t.res.horizon, a, b, use)
 		if !ok {
 			return 0, false
 		}
@@ -212,10 +218,10 @@ func (t *Timeline) countsFit(amt []int64, c Time, d Duration) (Time, bool) {
 }
 
 // nodeFit chooses p.n nodes of p.w free throughout a window, given segs, the
-// runs of the spans overlapping the window. When they do not fit and wantNext
-// is set, next is the earliest instant at which enough of those spans have
-// ended.
-func (t *Timeline) nodeFit(p plan, segs []seg, wantNext bool) (nodes NodeSet, ok bool, next Time) {
+// runs of the spans overlapping the window. When they do not fit and stop >
+// 0, next is the earliest instant at which enough of those spans have ended,
+// or stop if that is no earlier than stop.
+func (t *Timeline) nodeFit(p plan, segs []seg, stop Time) (nodes NodeSet, ok bool, next Time) {
 	free, nfree := t.freeRuns(segs, p.w.runs)
 	if nfree >= p.n {
 		if p.explicit {
@@ -223,8 +229,8 @@ func (t *Timeline) nodeFit(p plan, segs []seg, wantNext bool) (nodes NodeSet, ok
 		}
 		return choose(free, p.n), true, 0
 	}
-	if wantNext {
-		next = t.release(segs, p.w.runs, p.w.Len(), p.n)
+	if stop > 0 {
+		next = t.release(segs, p.w.runs, p.w.Len(), p.n, stop)
 	}
 	return NodeSet{}, false, next
 }
@@ -237,8 +243,11 @@ func (t *Timeline) collect(start, end Time, w NodeSet) []seg {
 		return segs
 	}
 	wlo, whi := w.runs[0].lo, w.runs[len(w.runs)-1].hi
+	skip := t.skip
 	t.nodeIdx.visit(start, end, run{wlo, whi}, func(k ikey) bool {
-		segs = appendSegs(segs, k, wlo, whi)
+		if k.s != skip {
+			segs = appendSegs(segs, k, wlo, whi)
+		}
 		return true
 	})
 	t.segs = segs
@@ -258,8 +267,9 @@ func (t *Timeline) advance(segs []seg, start, seen, end Time, w NodeSet) []seg {
 	}
 	segs = kept
 	wlo, whi := w.runs[0].lo, w.runs[len(w.runs)-1].hi
+	skip := t.skip
 	t.nodeIdx.visitStarts(seen, end, run{wlo, whi}, func(k ikey) bool {
-		if k.end > start { // a short span may have come and gone
+		if k.end > start && k.s != skip { // a short span may have come and gone
 			segs = appendSegs(segs, k, wlo, whi)
 		}
 		return true

@@ -192,8 +192,19 @@ type Timeline struct {
 	keys   []uint64
 	order  []int32
 	runs   []run
+	rest   []seg
 	found  []idSpan
 	ranges []timeRange
+	// skip is a span that queries count as gone, and skipUse its use per
+	// count dimension (see MoveEarlier); nil outside MoveEarlier.
+	// noFits are facts found at the current version (see noFit).
+	noFits  []noFit
+	skip    *span
+	skipUse []int64
+	// Scratch of reach: per node, the first start after a freed area and
+	// the span starting there.
+	firstAt []Time
+	firstBy []*span
 }
 
 // New returns an empty Timeline for cfg.
