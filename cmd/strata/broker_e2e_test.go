@@ -117,17 +117,50 @@ func TestBrokerSurvivesSIGKILL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var survivor api.Job
+	var survivor, holder api.Job
 	work := t.TempDir()
 	if err := c.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 1, Walltime: 60, Command: []string{"sh", "-c", "sleep 2; exit 5"}, Cwd: work}, &survivor); err != nil {
+		t.Fatal(err)
+	}
+	// A job holding QPU slots, whose session takes QPU jobs during the
+	// load (no executor runs them: they stay queued).
+	if err := c.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 1, Walltime: 120, QPU: map[string]int{"qpu0": 2}, Command: []string{"sleep", "60"}, Cwd: work}, &holder); err != nil {
 		t.Fatal(err)
 	}
 	c.Close()
 
 	var mu sync.Mutex
 	var acked []api.JobID
+	var qacked []uint64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c, err := client.Dial(p.uri, client.WithCreds(admin), client.WithTimeout(2*time.Second))
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			var qj api.QPUJob
+			err := c.Call(ctx, api.OpQPUSubmit, api.QPUSubmitRequest{Backend: "qpu0", Payload: []byte("h q0"), Job: holder.ID}, &qj)
+			if errors.Is(err, api.ErrFailedPrecondition) {
+				continue // the holder has not started yet
+			}
+			if err != nil {
+				return // the broker is gone
+			}
+			mu.Lock()
+			qacked = append(qacked, qj.ID)
+			mu.Unlock()
+		}
+	}()
 	for w := 0; w < 8; w++ {
 		wg.Add(1)
 		go func() {
@@ -158,8 +191,8 @@ func TestBrokerSurvivesSIGKILL(t *testing.T) {
 	p.kill()
 	close(stop)
 	wg.Wait()
-	if len(acked) < 20 {
-		t.Fatalf("only %d submissions acknowledged before the kill: the load did not run", len(acked))
+	if len(acked) < 20 || len(qacked) < 5 {
+		t.Fatalf("only %d submissions and %d QPU submissions acknowledged before the kill: the load did not run", len(acked), len(qacked))
 	}
 
 	p2 := startBrokerProc(t, dir, port, "--nodes", "n[0-3]")
@@ -182,6 +215,13 @@ func TestBrokerSurvivesSIGKILL(t *testing.T) {
 	if missing > 0 {
 		t.Fatalf("%d of %d acknowledged jobs lost or changed by SIGKILL", missing, len(acked))
 	}
+	for _, id := range qacked {
+		var qj api.QPUJob
+		if err := c2.Call(ctx, api.OpQPUShow, api.QPUJobRequest{ID: id}, &qj); err != nil || qj.State != api.QPUQueued {
+			t.Fatalf("acknowledged QPU job %d after the restart: %+v, %v", id, qj, err)
+		}
+	}
+	defer c2.Call(ctx, api.OpCancel, api.CancelRequest{ID: holder.ID}, nil)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		var j api.Job
@@ -199,7 +239,7 @@ func TestBrokerSurvivesSIGKILL(t *testing.T) {
 			t.Fatalf("job running through the crash never ended: %s: %s", j.State, j.Reason)
 		}
 	}
-	t.Logf("%d acknowledged submissions survived SIGKILL", len(acked))
+	t.Logf("%d acknowledged submissions and %d QPU submissions survived SIGKILL", len(acked), len(qacked))
 }
 
 // TestDemo runs the README's first command, on a free port, and checks
