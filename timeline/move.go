@@ -41,7 +41,10 @@ func (t *Timeline) MoveEarlier(id SpanID, req Request, notBefore Time) (Span, bo
 		return Span{}, false
 	}
 	req.Slots = s.slots()
-	p, err := t.plan(req)
+	if t.amt == nil {
+		t.amt = make([]int64, len(t.dims))
+	}
+	p, err := t.planIn(req, t.amt)
 	d := Duration(s.end - s.start)
 	if err != nil || notBefore >= s.start || t.checkDuration(notBefore, d) != nil {
 		return s.export(), false
@@ -86,7 +89,7 @@ func (t *Timeline) MoveEarlier(id SpanID, req Request, notBefore Time) (Span, bo
 		t.remember(s, key, notBefore)
 		return s.export(), false
 	}
-	t.take(s)
+	t.take(s) // from here on, no fit memo (holding t.amt) can match
 	ns := &span{id: s.id, tag: s.tag, start: c, end: c + Time(d), nodes: nodes.compact(), pools: s.pools}
 	t.put(ns)
 	t.freed(s.nodes, s.start, s.end)

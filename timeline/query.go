@@ -29,6 +29,12 @@ type plan struct {
 // plan validates req; the errors are those listed on EarliestFit before the
 // window errors.
 func (t *Timeline) plan(req Request) (plan, error) {
+	return t.planIn(req, nil)
+}
+
+// planIn is plan with amt in buf when it is large enough (the caller must
+// then not let a fit memo keep it).
+func (t *Timeline) planIn(req Request, buf []int64) (plan, error) {
 	p := plan{w: t.res.all, n: req.Nodes}
 	if !req.NodeSet.IsEmpty() {
 		if err := t.checkNodeSet(req.NodeSet); err != nil {
@@ -60,7 +66,12 @@ func (t *Timeline) plan(req Request) (plan, error) {
 	if err := t.checkSize(slots); err != nil {
 		return p, err
 	}
-	p.amt = make([]int64, len(t.dims))
+	if cap(buf) >= len(t.dims) {
+		p.amt = buf[:len(t.dims)]
+		clear(p.amt)
+	} else {
+		p.amt = make([]int64, len(t.dims))
+	}
 	p.amt[0] = int64(p.n)
 	for i, v := range slots {
 		p.amt[1+i] = int64(v)

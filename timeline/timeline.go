@@ -201,6 +201,7 @@ type Timeline struct {
 	noFits  []noFit
 	skip    *span
 	skipUse []int64
+	amt     []int64 // MoveEarlier's plan.amt
 	// Scratch of reach: per node, the first start after a freed area and
 	// the span starting there.
 	firstAt []Time
