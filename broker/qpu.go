@@ -162,6 +162,32 @@ func (r *Runtime) slotHolder(path, backend string) (slots int, users []string, s
 	return rv.Slots[backend], rv.Users, rv.Start, true
 }
 
+// ownSlots is what a session weighs in fair share: the slots its holder
+// holds on backend, less those that the holder's running child jobs hold
+// (they are sessions of their own), so that no slot counts twice.
+func (r *Runtime) ownSlots(path, backend string, held int) int {
+	inst, ok := r.in.Child(path)
+	if !ok {
+		return held // a plain job: no children
+	}
+	for _, j := range inst.Jobs(func(j *instance.Job) bool { return j.State == instance.Running && j.Spec.Slots[backend] > 0 }) {
+		held -= j.Spec.Slots[backend]
+	}
+	return held
+}
+
+// reweigh brings an open session's weight up to date (child jobs holding
+// its slots come and go) before its device time is charged.
+func (r *Runtime) reweigh(now qpu.Time, k qpu.SessionKey) {
+	ss, ok := r.qp.s.Session(k)
+	if !ok || !ss.Open() {
+		return
+	}
+	if held, users, _, alive := r.slotHolder(k.Path, k.Backend); alive {
+		r.qp.s.Open(now, k.Path, k.Backend, max(1, r.ownSlots(k.Path, k.Backend, held)), users)
+	}
+}
+
 // qpuJobChanged ends the sessions of a core job that stopped running.
 func (r *Runtime) qpuJobChanged(id instance.JobID) {
 	path, ok := r.qp.byJob[id]
@@ -351,7 +377,12 @@ func (r *Runtime) qpuSubmit(ctx context.Context, q Request) (any, error) {
 		if ss, ok := r.qp.s.Session(key); ok && !ss.Open() && ss.Closed >= qpu.Time(start)*1000 {
 			return nil, api.Errorf(api.CodeFailedPrecondition, "the %s session of %s has ended: %s", sr.Backend, path, ss.Reason)
 		}
-		if _, err := r.qp.s.Open(now, path, sr.Backend, slots, users); err != nil {
+		own := r.ownSlots(path, sr.Backend, slots)
+		if own <= 0 {
+			return nil, api.Errorf(api.CodeFailedPrecondition,
+				"all %d %s slots of %s are held by its running child jobs: submit from inside one of them", slots, sr.Backend, path)
+		}
+		if _, err := r.qp.s.Open(now, path, sr.Backend, own, users); err != nil {
 			return nil, qpuError(err)
 		}
 		if id, isJob := jobOfPath(path); isJob {
@@ -591,11 +622,21 @@ func (r *Runtime) qpuRevoke(ctx context.Context, q Request) (any, error) {
 				continue
 			}
 			r.qp.s.Close(qpuNow(), rr.Session, name, reason)
-			// Free the slots of a job holding them; a reservation keeps
-			// its own (change it with 'strata resv update').
+			// The sessions nested inside end with it.
+			for _, sub := range r.qp.s.Sessions() {
+				if sub.Open() && sub.Key.Backend == name && strings.HasPrefix(sub.Key.Path, rr.Session+".") {
+					r.qp.s.Close(qpuNow(), sub.Key.Path, name, reason)
+				}
+			}
+			// Free the slots of a plain job holding them. A child
+			// instance keeps its grant until it ends (its own jobs may
+			// hold slots of it), and a reservation its own (change it with
+			// 'strata resv update'): their QPU work stops, that is all.
 			if id, isJob := jobOfPath(rr.Session); isJob {
-				if err := r.in.RevokeSlots(now, actor(q), id, name, rr.Reason); err != nil {
-					r.b.log.Warn("cannot free revoked slots", "job", id, "backend", name, "err", err)
+				if j, ok := r.in.Job(id); ok && !j.Spec.Child {
+					if err := r.in.RevokeSlots(now, actor(q), id, name, rr.Reason); err != nil {
+						r.b.log.Warn("cannot free revoked slots", "job", id, "backend", name, "err", err)
+					}
 				}
 			}
 			ss, _ := r.qp.s.Session(k)
@@ -861,6 +902,9 @@ func (r *Runtime) execResult(name string, m micro.Request) {
 	}
 	go func() {
 		_, err := r.do(r.b.ctx, func(instance.Time) (any, error) {
+			if j, ok := r.qp.s.Job(qpu.JobID(rep.Job)); ok {
+				r.reweigh(qpuNow(), qpu.SessionKey{Path: j.Session, Backend: j.Backend})
+			}
 			return nil, qpuError(r.qp.s.Report(qpuNow(), name, qpu.JobID(rep.Job),
 				qpu.Outcome{ExecMS: rep.ExecMS, Counts: rep.Counts, Log: rep.Log, Err: rep.Error}))
 		})

@@ -422,4 +422,53 @@ func TestQPUInDATAndChild(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "qpu0") {
 		t.Errorf("a grandchild asking for 2 slots of its parent's 1: %v", err)
 	}
+	// A grandchild holding the child's only slot: the child's own session
+	// has none left to use.
+	var grand api.Job
+	if err := inner.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 1, Walltime: 20, QPU: map[string]int{"qpu0": 1}, Command: []string{"sleep", "20"}, Cwd: t.TempDir()}, &grand); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, inner, grand.ID, api.JobRunning)
+	err = inner.Call(ctx, api.OpQPUSubmit, api.QPUSubmitRequest{Backend: "qpu0", Payload: []byte("p")}, &qj)
+	if !errors.Is(err, api.ErrFailedPrecondition) || !strings.Contains(err.Error(), "held by its running child jobs") {
+		t.Errorf("a QPU job in an instance whose slots its child holds: %v", err)
+	}
+	if done := qpuWait(t, alice, qpuSubmit(t, inner, grand.ID, "in the grandchild").ID); done.State != api.QPUCompleted || done.Session != inner.Path()+".j"+grand.ID.String() {
+		t.Fatalf("a QPU job of the grandchild: %+v", done)
+	}
+	inner.Call(ctx, api.OpCancel, api.CancelRequest{ID: grand.ID}, nil)
+}
+
+// TestQPUNestedWeights: a session's fair-share weight is its own slots,
+// less those its running child jobs hold.
+func TestQPUNestedWeights(t *testing.T) {
+	b, _ := qpuRuntime(t, "")
+	alice, admin := userClient(t, b, "alice"), userClient(t, b, "admin")
+	ctx := context.Background()
+	var child api.Job
+	if err := alice.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 2, Walltime: 60, QPU: map[string]int{"qpu0": 2}, Instance: true,
+		Command: []string{"sleep", "30"}, Cwd: t.TempDir()}, &child); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, alice, child.ID, api.JobRunning)
+	inner, _ := alice.At("root.j" + child.ID.String())
+	var grand api.Job
+	if err := inner.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 1, Walltime: 20, QPU: map[string]int{"qpu0": 1}, Command: []string{"sleep", "20"}, Cwd: t.TempDir()}, &grand); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, inner, grand.ID, api.JobRunning)
+	qpuSubmit(t, inner, 0, "queued: no executor")
+	var ss api.QPUSession
+	if err := admin.Call(ctx, api.OpQPURevoke, api.QPURevokeRequest{Session: inner.Path(), Reason: "test"}, &ss); err != nil {
+		t.Fatal(err)
+	}
+	if ss.Slots != 1 || ss.Reason != "revoked by admin: test" {
+		t.Fatalf("the child's session: %+v; want 1 slot of its 2 (its grandchild holds the other)", ss)
+	}
+	// The child instance keeps its grant (its grandchild holds a slot of
+	// it): the root still counts both slots held.
+	if st := qpuStatus(t, admin); st.Used != 2 {
+		t.Errorf("after revoking a child instance's session: %d slots used, want 2", st.Used)
+	}
+	inner.Call(ctx, api.OpCancel, api.CancelRequest{ID: grand.ID}, nil)
 }
