@@ -13,9 +13,9 @@ import (
 // server, the micro service and the envelope, as a client sees it.
 func BenchmarkCall(b *testing.B) {
 	for _, par := range []struct {
-		name     string
-		parallel bool
-	}{{"serial", false}, {"parallel", true}} {
+		name    string
+		clients int // 0: b.RunParallel on one connection
+	}{{"serial", 1}, {"parallel", 0}, {"clients=16", 16}} {
 		b.Run(par.name, func(b *testing.B) {
 			br, err := broker.New(broker.Options{Listen: "127.0.0.1:0", StateDir: b.TempDir(), Logger: testLogger()})
 			if err != nil {
@@ -28,37 +28,37 @@ func BenchmarkCall(b *testing.B) {
 			if _, err := br.ServeInstance("root", toy(nil)); err != nil {
 				b.Fatal(err)
 			}
-			c := benchClient(b, br)
-			defer c.Close()
+			creds := addUser(b, br, "alice", false)
+			cs := make([]*client.Client, max(par.clients, 1))
+			for i := range cs {
+				c, err := client.Dial(br.URI("root"), client.WithCreds(creds))
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer c.Close()
+				cs[i] = c
+			}
 			ctx := context.Background()
 			b.ReportAllocs()
 			b.ResetTimer()
-			start := time.Now()
-			if par.parallel {
+			start, cpu0 := time.Now(), cpuTime(b)
+			if par.clients == 0 {
 				b.RunParallel(func(pb *testing.PB) {
 					for pb.Next() {
-						if err := c.Call(ctx, "echo", nil, nil); err != nil {
+						if err := cs[0].Call(ctx, "echo", nil, nil); err != nil {
 							b.Error(err)
 							return
 						}
 					}
 				})
-			} else {
-				for i := 0; i < b.N; i++ {
-					if err := c.Call(ctx, "echo", nil, nil); err != nil {
-						b.Fatal(err)
-					}
-				}
+			} else if err := fanOut(cs, b.N, func(c *client.Client, _ int) error {
+				return c.Call(ctx, "echo", nil, nil)
+			}); err != nil {
+				b.Fatal(err)
 			}
-			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "calls/s")
+			elapsed, cpu := time.Since(start), cpuTime(b)-cpu0
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
+			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/call")
 		})
 	}
-}
-
-func benchClient(b *testing.B, br *broker.Broker) *client.Client {
-	c, err := client.Dial(br.URI("root"), client.WithCreds(addUser(b, br, "alice", false)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	return c
 }
