@@ -58,6 +58,10 @@ func (r *Runtime) submit(ctx context.Context, q Request) (any, error) {
 	v, err := r.do(ctx, func(now instance.Time) (any, error) {
 		if sr.Key != "" { // a retry: the first answer
 			if j, ok := r.in.Job(r.keys[q.User+"\x00"+sr.Key]); ok {
+				// The first submission's record may still be on its
+				// way to the store: write it again, so that this
+				// answer too waits until the job is durable.
+				r.markJob(j.ID)
 				return r.apiJob(j), nil
 			}
 		}
