@@ -63,6 +63,19 @@
 //	sh -c '"$@"; echo $? >STATUS' sh true         12.0-13.1 ms   47-52
 //	per-job Go shim (re-exec of a Go binary)      22.8-24.1 ms   20-26
 //
+// Where that CPU goes (perf record of BenchmarkLocal/par=4/out=files,
+// all processes, load average 5-7; 8.7 ms per job in all): the job's own
+// process about 61% (execve, the dynamic loader, and glibc's CPU feature
+// probing, whose CPUID instructions trap to the hypervisor), creating its
+// two output files about 19% (ext4 inode allocation, which scans past
+// recently deleted inodes on a file system that benchmarks churn), the
+// rest of the keeper about 15% (the vfork child until execve, reaping,
+// /proc/PID/stat, the JSON messages), the Local in the broker about 5%. A
+// trivial job thus costs milliseconds of CPU whatever the broker does:
+// two cores run a few hundred such jobs per second at most. The fork is
+// already clone(CLONE_VM|CLONE_VFORK), as posix_spawn does (Go's
+// syscall.ForkExec), with one fork per job.
+//
 // The shell wrapper also dies with its job when the job's group is
 // signalled, and cannot tell "exit 137" from SIGKILL. A per-job Go shim
 // pays a Go runtime start for every job. The keeper adds no process per
