@@ -1,8 +1,9 @@
 package instance
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 
 	"github.com/strata-hpc/strata/internal/hostlist"
 	"github.com/strata-hpc/strata/timeline"
@@ -228,8 +229,20 @@ func (in *Instance) compress(now Time) {
 		}
 		return len(planned) < in.nplan
 	})
-	sort.SliceStable(planned, func(a, b int) bool { return planned[a].PlannedStart < planned[b].PlannedStart })
-	for _, j := range planned {
+	// By planned start, ties in queue order: a plain sort on (start,
+	// position) costs less than a stable sort of the jobs.
+	order := make([]startAt, len(planned))
+	for i, j := range planned {
+		order[i] = startAt{j.PlannedStart, int32(i)}
+	}
+	slices.SortFunc(order, func(a, b startAt) int {
+		if c := cmp.Compare(a.t, b.t); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.i, b.i)
+	})
+	for _, k := range order {
+		j := planned[k.i]
 		old := j.PlannedStart
 		nb := in.notBefore(now, j)
 		if old <= nb {
@@ -244,6 +257,12 @@ func (in *Instance) compress(now Time) {
 		j.nodeSet = sp.Nodes
 		in.sh.wakes.ReplaceOrInsert(wake{t: sp.Start, kind: wakePlan, id: int64(j.ID)})
 	}
+}
+
+// startAt is a planned start and a position in the queue order.
+type startAt struct {
+	t Time
+	i int32
 }
 
 // startPlanned starts a planned job whose planned start has come. Its

@@ -248,21 +248,57 @@ func (t *Timeline) nodeFit(p plan, segs []seg, stop Time) (nodes NodeSet, ok boo
 
 // collect gathers the runs of the node spans overlapping [start, end),
 // clipped to the bounds of w, in scratch memory valid until the next call.
+// The span t.skip, if any, is left out.
+//
+// It keeps the keys it read (see metWindow): a search that starts where the
+// previous one did, at the same version (as conservative backfilling's
+// compression does for plan after plan, each with its own span left out),
+// reads them again instead of the index, plus the spans that start in the
+// part of the window the previous one did not cover.
 func (t *Timeline) collect(start, end Time, w NodeSet) []seg {
 	segs := t.segs[:0]
 	if len(w.runs) == 0 {
 		return segs
 	}
 	wlo, whi := w.runs[0].lo, w.runs[len(w.runs)-1].hi
+	box := run{wlo, whi}
+	m := &t.met
+	if !m.ok || m.version != t.version || m.start != start || m.box != box {
+		clear(m.keys) // let go of the spans it held
+		*m = metWindow{ok: true, version: t.version, start: start, box: box, keys: m.keys[:0]}
+		keys := m.keys
+		t.nodeIdx.visit(start, end, box, func(k ikey) bool {
+			keys = append(keys, k)
+			return true
+		})
+		m.keys, m.end = keys, end
+	} else if end > m.end {
+		keys := m.keys
+		t.nodeIdx.visitStarts(m.end, end, box, func(k ikey) bool {
+			keys = append(keys, k)
+			return true
+		})
+		m.keys, m.end = keys, end
+	}
 	skip := t.skip
-	t.nodeIdx.visit(start, end, run{wlo, whi}, func(k ikey) bool {
-		if k.s != skip {
+	for _, k := range m.keys {
+		if k.start < end && k.s != skip {
 			segs = appendSegs(segs, k, wlo, whi)
 		}
-		return true
-	})
+	}
 	t.segs = segs
 	return segs
+}
+
+// metWindow is what collect last read from the node index: the keys of the
+// node spans overlapping [start, end) whose node bounds meet box, at
+// version. Any change to the timeline changes the version, which voids it.
+type metWindow struct {
+	ok         bool
+	version    uint64
+	start, end Time
+	box        run
+	keys       []ikey
 }
 
 // advance turns segs, the runs of the spans overlapping an earlier window

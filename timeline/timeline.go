@@ -181,6 +181,8 @@ type Timeline struct {
 	// version counts changes; memo is the last fit a query verified.
 	version uint64
 	memo    fitMemo
+	// met is the last window collect read from the index (see collect).
+	met metWindow
 
 	// frees is the log of what was freed, and the move memos that read it
 	// (see MoveEarlier); a clone starts without them.
