@@ -407,6 +407,20 @@ func nonNil[T any](s []T) []T {
 
 // callOnce dials the broker, makes one call and hangs up: what every
 // command that needs a single request does.
+// change makes one request that changes something and prints the reply:
+// its JSON with --json, else what print says of it.
+func change[T any](c *cli.Context, op string, req any, print func(io.Writer, T)) error {
+	var rep T
+	if err := callOnce(c, op, req, &rep); err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, rep)
+	}
+	print(c.App.Writer, rep)
+	return nil
+}
+
 func callOnce(c *cli.Context, op string, req, resp any) error {
 	cl, err := dial(c)
 	if err != nil {

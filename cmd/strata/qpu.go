@@ -367,15 +367,7 @@ func runQPUMaint(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	var b api.QPUBackend
-	if err := callOnce(c, api.OpQPUMaint, req, &b); err != nil {
-		return err
-	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, b)
-	}
-	printQPUMaint(c.App.Writer, b)
-	return nil
+	return change(c, api.OpQPUMaint, req, printQPUMaint)
 }
 
 // printQPUMaint says what qpu maint left a backend as.
@@ -616,15 +608,9 @@ func runQPUCancel(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	var j api.QPUJob
-	if err := callOnce(c, api.OpQPUCancel, api.QPUJobRequest{ID: id}, &j); err != nil {
-		return err
-	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, j)
-	}
-	fmt.Fprintf(c.App.Writer, "QPU job %d %s\n", j.ID, cell(string(j.State)))
-	return nil
+	return change(c, api.OpQPUCancel, api.QPUJobRequest{ID: id}, func(w io.Writer, j api.QPUJob) {
+		fmt.Fprintf(w, "QPU job %d %s\n", j.ID, cell(string(j.State)))
+	})
 }
 
 // result
@@ -825,15 +811,7 @@ func runQPURevoke(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	var s api.QPUSession
-	if err := callOnce(c, api.OpQPURevoke, req, &s); err != nil {
-		return err
-	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, s)
-	}
-	printQPURevoked(c.App.Writer, s)
-	return nil
+	return change(c, api.OpQPURevoke, req, printQPURevoked)
 }
 
 // printQPURevoked says which session revoke ended.

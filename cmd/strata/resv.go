@@ -617,15 +617,9 @@ func runResvDelete(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	var rv api.Resv
-	if err := callOnce(c, api.OpResvDelete, api.ResvRequest{Name: name}, &rv); err != nil {
-		return err
-	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, rv)
-	}
-	fmt.Fprintf(c.App.Writer, "reservation %s %s\n", rv.Name, rv.State)
-	return nil
+	return change(c, api.OpResvDelete, api.ResvRequest{Name: name}, func(w io.Writer, rv api.Resv) {
+		fmt.Fprintf(w, "reservation %s %s\n", rv.Name, rv.State)
+	})
 }
 
 func resvUpdateCommand() *cli.Command {
