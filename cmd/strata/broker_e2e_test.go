@@ -134,34 +134,9 @@ func TestBrokerSurvivesSIGKILL(t *testing.T) {
 	var qacked []uint64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		c, err := client.Dial(p.uri, client.WithCreds(admin), client.WithTimeout(2*time.Second))
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			var qj api.QPUJob
-			err := c.Call(ctx, api.OpQPUSubmit, api.QPUSubmitRequest{Backend: "qpu0", Payload: []byte("h q0"), Job: holder.ID}, &qj)
-			if errors.Is(err, api.ErrFailedPrecondition) {
-				continue // the holder has not started yet
-			}
-			if err != nil {
-				return // the broker is gone
-			}
-			mu.Lock()
-			qacked = append(qacked, qj.ID)
-			mu.Unlock()
-		}
-	}()
-	for w := 0; w < 8; w++ {
+	// load runs a client that calls submit until the broker is gone:
+	// submit returns false when it stops answering.
+	load := func(submit func(c *client.Client) bool) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -176,16 +151,36 @@ func TestBrokerSurvivesSIGKILL(t *testing.T) {
 					return
 				default:
 				}
-				var j api.Job
-				err := c.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 1, Walltime: 60, Hold: true, Command: []string{"true"}, Cwd: work}, &j)
-				if err != nil {
-					return // the broker is gone
+				if !submit(c) {
+					return
 				}
+			}
+		}()
+	}
+	load(func(c *client.Client) bool {
+		var qj api.QPUJob
+		err := c.Call(ctx, api.OpQPUSubmit, api.QPUSubmitRequest{Backend: "qpu0", Payload: []byte("h q0"), Job: holder.ID}, &qj)
+		if errors.Is(err, api.ErrFailedPrecondition) {
+			return true // the holder has not started yet
+		}
+		if err == nil {
+			mu.Lock()
+			qacked = append(qacked, qj.ID)
+			mu.Unlock()
+		}
+		return err == nil
+	})
+	for range 8 {
+		load(func(c *client.Client) bool {
+			var j api.Job
+			err := c.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 1, Walltime: 60, Hold: true, Command: []string{"true"}, Cwd: work}, &j)
+			if err == nil {
 				mu.Lock()
 				acked = append(acked, j.ID)
 				mu.Unlock()
 			}
-		}()
+			return err == nil
+		})
 	}
 	time.Sleep(700 * time.Millisecond)
 	p.kill()
