@@ -44,4 +44,18 @@
 //
 // KeyValue and Stream open JetStream buckets and streams with
 // Options.Replicas; the broker keeps its users in the bucket strata_users.
+// The Runtime (RunInstances) keeps jobs, reservations and QPU records in
+// strata_jobs, strata_resvs and strata_qpu, and acknowledges a request only
+// once the records it changed are durable.
+//
+// # QPUs
+//
+// The Runtime also hosts the QPU scheduler (package qpu). A running job, a
+// child instance or an active reservation that holds slots on a backend is
+// a session on it, and its users submit QPU jobs through their instance.
+// QPU executors (package qpuexec) speak the executor protocol on
+// strata.v1.exec.NAME.{register,pull,heartbeat,result}, a micro service
+// named strata-qpu-executors: a pull waits until a job is due and is
+// answered once the job's record is durable; a cancelled job's executor is
+// told on its inbox and in its next heartbeat's reply.
 package broker
