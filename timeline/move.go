@@ -36,9 +36,13 @@ import (
 // Not safe for concurrent use (see Timeline). A Clone starts with nothing
 // remembered.
 func (t *Timeline) MoveEarlier(id SpanID, req Request, notBefore Time) (Span, bool) {
-	s, ok := t.lookup(id)
-	if !ok {
-		return Span{}, false
+	memo, remembered := t.frees.memos[id]
+	s := memo.s
+	if !remembered {
+		var ok bool
+		if s, ok = t.lookup(id); !ok {
+			return Span{}, false
+		}
 	}
 	req.Slots = s.slots()
 	if t.amt == nil {
@@ -50,7 +54,7 @@ func (t *Timeline) MoveEarlier(id SpanID, req Request, notBefore Time) (Span, bo
 		return s.export(), false
 	}
 	key := moveKey{n: p.n, w: p.w, explicit: p.explicit}
-	ranges, full := t.moveRanges(s, key, notBefore, d)
+	ranges, full := t.moveRanges(s, memo, remembered, key, notBefore, d)
 	if !full && len(ranges) == 0 {
 		t.remember(s, key, notBefore)
 		return s.export(), false
@@ -108,10 +112,13 @@ func (k moveKey) equal(o moveKey) bool {
 	return k.n == o.n && k.explicit == o.explicit && k.w.Equal(o.w)
 }
 
-// moveMemo says that span id, over [start, end), could not start earlier
+// moveMemo says that span s, over [start, end), could not start earlier
 // than start at or after nb, with the request key, in the timeline as it
-// was (without the span) when the free log reached mark.
+// was (without the span) when the free log reached mark. While the memo is
+// kept, s is the span stored under its ID: whatever replaces or removes it
+// drops the memo (Remove, Truncate, Extend) or makes a new one (a move).
 type moveMemo struct {
+	s          *span
 	mark       uint64
 	nb         Time
 	start, end Time
@@ -200,7 +207,7 @@ func (t *Timeline) remember(s *span, key moveKey, nb Time) {
 		l.memos = make(map[SpanID]moveMemo)
 	}
 	m := l.end()
-	l.memos[s.id] = moveMemo{mark: m, nb: nb, start: s.start, end: s.end, key: key}
+	l.memos[s.id] = moveMemo{s: s, mark: m, nb: nb, start: s.start, end: s.end, key: key}
 	l.marked = max(l.marked, m)
 }
 
@@ -208,8 +215,8 @@ func (t *Timeline) remember(s *span, key moveKey, nb Time) {
 type timeRange struct{ lo, hi Time }
 
 // moveRanges returns the starts in [nb, s.start) that may now fit s (of
-// duration d), as sorted disjoint ranges, or full when its memo does not
-// apply and every start must be searched.
+// duration d), as sorted disjoint ranges, or full when its memo m (ok when
+// there is one) does not apply and every start must be searched.
 //
 // Why it is exact: the memo says no start in [memo.nb, s.start) fitted in
 // the timeline T0 of its mark (without s). Since, resources were only taken
@@ -231,9 +238,8 @@ type timeRange struct{ lo, hi Time }
 // start inside W), and a span on x busy somewhere in (u, b) would be inside
 // W; s itself is never inside r on x (it sat where it is when r was freed).
 // So unless s is one of r.firsts, c+d <= r.reach, and c < r.reach-d+1.
-func (t *Timeline) moveRanges(s *span, key moveKey, nb Time, d Duration) ([]timeRange, bool) {
+func (t *Timeline) moveRanges(s *span, m moveMemo, ok bool, key moveKey, nb Time, d Duration) ([]timeRange, bool) {
 	l := &t.frees
-	m, ok := l.memos[s.id]
 	if !ok || m.mark < l.base || m.nb > nb || m.start != s.start || m.end != s.end || !m.key.equal(key) || s.pools != nil {
 		return nil, true
 	}
@@ -256,7 +262,9 @@ func (t *Timeline) moveRanges(s *span, key moveKey, nb Time, d Duration) ([]time
 		}
 	}
 	if len(ranges) > 1 {
-		slices.SortFunc(ranges, func(a, b timeRange) int { return cmp.Compare(a.lo, b.lo) })
+		if byLo := func(a, b timeRange) int { return cmp.Compare(a.lo, b.lo) }; !slices.IsSortedFunc(ranges, byLo) {
+			slices.SortFunc(ranges, byLo) // mostly they come sorted
+		}
 		out := ranges[:1]
 		for _, r := range ranges[1:] {
 			if last := &out[len(out)-1]; r.lo <= last.hi {

@@ -500,6 +500,7 @@ func (t *Timeline) Extend(id SpanID, end Time) error {
 // replace swaps old for a copy ending at end in every index.
 func (t *Timeline) replace(old *span, end Time) {
 	t.version++
+	delete(t.frees.memos, old.id) // it holds old, and old.end no longer holds
 	ns := *old
 	ns.end = end
 	t.unindex(old)
