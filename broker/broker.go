@@ -40,6 +40,7 @@ type Broker struct {
 	ctx    context.Context // cancelled by Shutdown; handlers run under it
 	cancel context.CancelFunc
 	sem    chan struct{} // bounds in-flight requests
+	parked chan struct{} // bounds requests waiting in Request.Blocking
 
 	mu       sync.Mutex
 	state    int             // stateNew, stateRunning, stateClosing, stateClosed
@@ -88,6 +89,7 @@ func New(opts Options) (*Broker, error) {
 		ctx:      ctx,
 		cancel:   cancel,
 		sem:      make(chan struct{}, o.MaxInflight),
+		parked:   make(chan struct{}, parkedPerInflight*o.MaxInflight),
 		admins:   admins,
 		granted:  map[string]bool{},
 		services: map[string]*Service{},

@@ -220,11 +220,13 @@ func (r *Runtime) wait(ctx context.Context, q Request) (any, error) {
 	r.mu.Unlock()
 	t := time.NewTimer(timeout)
 	defer t.Stop()
-	select {
-	case <-c:
-	case <-t.C:
-	case <-ctx.Done():
-	}
+	q.Blocking(func() {
+		select {
+		case <-c:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	})
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	j, _ = r.in.Job(j.ID)

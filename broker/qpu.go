@@ -486,11 +486,13 @@ func (r *Runtime) qpuResult(ctx context.Context, q Request) (any, error) {
 	}
 	t := time.NewTimer(timeout)
 	defer t.Stop()
-	select {
-	case <-c:
-	case <-t.C:
-	case <-ctx.Done():
-	}
+	q.Blocking(func() {
+		select {
+		case <-c:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	})
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	j, _ = r.qp.s.Job(j.ID)

@@ -282,3 +282,37 @@ func TestSubmitIdempotent(t *testing.T) {
 		t.Fatalf("after a restart: job %d (%v), want %d", a3.ID, err, a1.ID)
 	}
 }
+
+// TestWaitersDoNotBlockTheBroker: requests that wait for a job's end give
+// up their place among the requests handled at once, so that a crowd of
+// waiting clients cannot keep other requests out.
+func TestWaitersDoNotBlockTheBroker(t *testing.T) {
+	b := startBroker(t, "", func(o *broker.Options) { o.MaxInflight = 2 })
+	nodes, _ := hostlist.Parse("n[0-1]")
+	rt, err := b.RunInstances(broker.Resources{Nodes: nodes, Policy: instance.EASY, KillGrace: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancelAll(t, b)
+		rt.Close()
+	})
+	alice := userClient(t, b, "alice")
+	long := submit(t, alice, "sleep", "30")
+	waiting := make(chan struct{}, 6)
+	for range 6 {
+		go func() {
+			var j api.Job
+			alice.Call(context.Background(), api.OpWait, api.WaitRequest{ID: long.ID, TimeoutMS: 20000}, &j)
+			waiting <- struct{}{}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond) // the waits are in
+	var j api.Job
+	if err := alice.Call(context.Background(), api.OpJob, api.JobRequest{ID: long.ID}, &j); err != nil {
+		t.Fatalf("a request while 6 waits are pending on a broker of 2 in flight: %v", err)
+	}
+	if len(waiting) != 0 {
+		t.Fatalf("%d waits returned before the job ended", len(waiting))
+	}
+}

@@ -29,7 +29,38 @@ type Request struct {
 	// Data is the request payload: JSON of the operation's request type, or
 	// empty. Decode it with Decode.
 	Data []byte
+
+	b *Broker // for Blocking; nil in a Request made by hand
 }
+
+// Blocking runs f, which waits for something other than the broker's work
+// (a job's end, a QPU result): while it waits, the request gives up its
+// place among the Options.MaxInflight requests handled at once, so that
+// waiting clients cannot keep everyone else's requests out. At most
+// parkedPerInflight × MaxInflight requests wait this way; beyond that they
+// keep their place.
+func (r Request) Blocking(f func()) {
+	if r.b == nil {
+		f()
+		return
+	}
+	select {
+	case r.b.parked <- struct{}{}:
+	default:
+		f()
+		return
+	}
+	<-r.b.sem
+	defer func() {
+		r.b.sem <- struct{}{}
+		<-r.b.parked
+	}()
+	f()
+}
+
+// parkedPerInflight bounds the requests waiting in Blocking, as a multiple
+// of Options.MaxInflight.
+const parkedPerInflight = 16
 
 // Decode decodes Data strictly into v (see api.DecodeRequest).
 func (r Request) Decode(v any) error { return api.DecodeRequest(r.Data, v) }
@@ -299,7 +330,7 @@ func (s *Service) dispatch(op string, r micro.Request) {
 		b.log.Warn("request with a foreign reply subject dropped", "user", user, "subject", r.Subject(), "reply", reply)
 		return
 	}
-	req := Request{User: user, Admin: admin, Path: path, Op: op, Data: r.Data()}
+	req := Request{User: user, Admin: admin, Path: path, Op: op, Data: r.Data(), b: b}
 
 	b.sem <- struct{}{}
 	b.mu.Lock()
