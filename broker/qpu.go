@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -866,6 +867,12 @@ func (r *Runtime) execPull(name string, m micro.Request) {
 				r.mu.Lock()
 				done := p.done
 				p.done = true
+				if !done {
+					ps := r.qp.pulls[p.backend]
+					if i := slices.Index(ps, p); i >= 0 {
+						r.qp.pulls[p.backend] = slices.Delete(ps, i, i+1)
+					}
+				}
 				r.mu.Unlock()
 				if !done {
 					respondExec(m, api.ExecTask{}, nil)

@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/strata-hpc/strata/api"
 	"github.com/strata-hpc/strata/broker"
@@ -471,4 +474,57 @@ func TestQPUNestedWeights(t *testing.T) {
 		t.Errorf("after revoking a child instance's session: %d slots used, want 2", st.Used)
 	}
 	inner.Call(ctx, api.OpCancel, api.CancelRequest{ID: grand.ID}, nil)
+}
+
+// TestQPUPullWaits: a pull with nothing to do is answered empty when its
+// wait ends, and is forgotten; a pull waiting when a job is queued gets it.
+func TestQPUPullWaits(t *testing.T) {
+	b, rt := qpuRuntime(t, "")
+	alice := userClient(t, b, "alice")
+	ctx := context.Background()
+	creds, err := b.MintCreds(api.RoleExecutor, "px", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), "px.creds")
+	os.WriteFile(f, creds, 0o600)
+	nc, err := nats.Connect(b.ClientURL(), nats.UserCredentials(f), nats.CustomInboxPrefix(api.RoleExecutor.InboxPrefix("px")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	pull := func(waitMS int64) api.ExecTask {
+		data, _ := json.Marshal(api.ExecPullRequest{Backend: "qpu0", WaitMS: waitMS})
+		msg, err := nc.Request(api.ExecSubject("px", api.OpExecPull), data, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var env api.Envelope
+		var task api.ExecTask
+		if json.Unmarshal(msg.Data, &env); env.Error != nil {
+			t.Fatal(env.Error)
+		}
+		json.Unmarshal(env.Data, &task)
+		return task
+	}
+	for range 3 {
+		if task := pull(50); task.ID != 0 {
+			t.Fatalf("a job out of nowhere: %+v", task)
+		}
+	}
+	if n := rt.QPUWaitingPulls("qpu0"); n != 0 {
+		t.Fatalf("%d expired pulls still kept", n)
+	}
+	var holder api.Job
+	if err := alice.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 1, Walltime: 60, QPU: map[string]int{"qpu0": 1}, Command: []string{"sleep", "30"}, Cwd: t.TempDir()}, &holder); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, alice, holder.ID, api.JobRunning)
+	got := make(chan api.ExecTask, 1)
+	go func() { got <- pull(5000) }()
+	time.Sleep(100 * time.Millisecond) // the pull waits
+	qj := qpuSubmit(t, alice, holder.ID, "for the waiting pull")
+	if task := <-got; task.ID != qj.ID || string(task.Payload) != "for the waiting pull" {
+		t.Fatalf("the waiting pull got %+v, want job %d", task, qj.ID)
+	}
 }
