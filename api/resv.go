@@ -95,6 +95,10 @@ type ResvPlanRequest struct {
 	Count     int            `json:"count,omitempty"` // default 5
 	Overlap   string         `json:"overlap,omitempty"`
 	Maint     bool           `json:"maint,omitempty"` // plan a maintenance window: it may overlap reservations
+	// Project also projects the first Project queued jobs that have no
+	// planned start (beyond an easy or hybrid policy's depth), with and
+	// without each window, and reports those it would delay. At most 64.
+	Project int `json:"project,omitempty"`
 }
 
 // NodeMaint is the state of a node that an active maintenance reservation

@@ -248,6 +248,9 @@ func (r *Runtime) resvPlan(_ context.Context, q Request) (any, error) {
 	if pr.Count <= 0 {
 		pr.Count = 5
 	}
+	if pr.Project < 0 || pr.Project > instance.MaxProjected {
+		return nil, api.Errorf(api.CodeInvalidArgument, "project %d: project 0 to %d queued jobs", pr.Project, instance.MaxProjected)
+	}
 	if pr.Count > 50 {
 		return nil, api.Errorf(api.CodeInvalidArgument, "count %d: ask for at most 50 windows", pr.Count)
 	}
@@ -274,7 +277,7 @@ func (r *Runtime) resvPlan(_ context.Context, q Request) (any, error) {
 		after = max(after, instance.Time(pr.After.Unix()))
 	}
 	spec.Start, spec.End = after, after+instance.Time(pr.DurationS)
-	ws, err := inst.PlanWindows(spec, after, pr.Count)
+	ws, err := inst.PlanWindows(spec, after, pr.Count, pr.Project)
 	if err != nil {
 		return nil, coreError(err)
 	}

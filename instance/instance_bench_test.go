@@ -81,7 +81,7 @@ func BenchmarkResvPlan(b *testing.B) {
 		b.Run("overlap="+ov.String(), func(b *testing.B) {
 			spec := resv.Spec{Name: "p", Start: now + 60, End: now + 60 + 8*3600, Nodes: 4096, Overlap: ov}
 			for range b.N {
-				ws, err := in.PlanWindows(spec, now+60, 5)
+				ws, err := in.PlanWindows(spec, now+60, 5, 0)
 				if err != nil || len(ws) == 0 {
 					b.Fatalf("%d windows, %v", len(ws), err)
 				}

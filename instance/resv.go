@@ -154,8 +154,15 @@ func (in *Instance) planResv(spec resv.Spec, self string) (ResvPlan, error) {
 	if err := in.checkResources(&js); err != nil {
 		return ResvPlan{}, err
 	}
-	req := in.request(&Job{Spec: js})
 	base, running := in.planBase(spec, self)
+	return in.planOn(spec, js, base, running)
+}
+
+// planOn is planResv on a base from planBase (which it does not change),
+// for js, spec's resources as a checked job spec. PlanWindows makes the
+// base once for all its candidates.
+func (in *Instance) planOn(spec resv.Spec, js Spec, base *timeline.Timeline, running map[timeline.SpanID]cand) (ResvPlan, error) {
+	req := in.request(&Job{Spec: js})
 	dur := Duration(spec.End - spec.Start)
 	if nodes, ok := base.Fits(req, spec.Start, dur); ok {
 		return ResvPlan{Nodes: nodes}, nil

@@ -13,10 +13,12 @@ type Window struct {
 	Nodes         []string
 	Kill          []JobID // running jobs killed at the start
 	NodeHoursLost float64 // the work of the killed jobs, thrown away: nodes x hours run by the start
-	Delayed       []Delay // planned jobs whose start moves later
+	Delayed       []Delay // queued jobs whose planned (or projected) start moves later
 }
 
-// Delay is a planned job pushed later by a reservation.
+// Delay is a queued job pushed later by a reservation: a job with a
+// planned start, or one of the first jobs without one, whose start is
+// projected with and without the reservation.
 type Delay struct {
 	Job      JobID
 	From, To Time
@@ -31,23 +33,28 @@ const maxPlanCandidates = 256
 // every instant a running job or reservation ends, in order; a candidate is
 // kept when the reservation fits there under spec.Overlap. The delays are
 // those of the jobs that hold a planned start (the policy's protected jobs),
-// re-planned in priority order around the new reservation.
-func (in *Instance) PlanWindows(spec resv.Spec, after Time, count int) ([]Window, error) {
+// re-planned in priority order around the new reservation, and of the first
+// project (at most MaxProjected) queued jobs without one, projected with
+// and without it: under easy or hybrid, the jobs beyond the policy's depth.
+// Projecting costs a search per job and window, so it is asked for.
+func (in *Instance) PlanWindows(spec resv.Spec, after Time, count, project int) ([]Window, error) {
 	dur := spec.End - spec.Start
 	js := Spec{Nodes: spec.Nodes, NodeList: spec.NodeList, Slots: spec.Slots, Walltime: 1}
 	if err := in.checkResources(&js); err != nil {
 		return nil, err
 	}
-	cands := in.planCandidates(spec, after, count)
+	base, running := in.planBase(spec, "")
+	cands := in.planCandidates(spec, js, base, running, after, count)
 	var out []Window
 	var lastKill string
+	var proj *projection // the queue's projection without the reservation, made once
 	for _, t := range cands {
 		if len(out) >= count {
 			break
 		}
 		s := spec
 		s.Start, s.End = t, t+dur
-		plan, err := in.PlanResv(s)
+		plan, err := in.planOn(s, js, base, running)
 		if err != nil {
 			continue
 		}
@@ -61,7 +68,10 @@ func (in *Instance) PlanWindows(spec resv.Spec, after Time, count int) ([]Window
 			j := in.sh.jobs[id]
 			w.NodeHoursLost += float64(len(j.Nodes)) * float64(t-j.Start) / 3600
 		}
-		w.Delayed = in.delays(s, plan, after)
+		if proj == nil {
+			proj = in.project(after, project)
+		}
+		w.Delayed = in.delays(s, plan, after, proj, base)
 		out = append(out, w)
 	}
 	return out, nil
@@ -72,10 +82,7 @@ func (in *Instance) PlanWindows(spec resv.Spec, after Time, count int) ([]Window
 // after it at which running jobs or reservations end; in kill mode, after
 // itself, that drain window (which kills nothing), and running jobs' end
 // times spread evenly between them, so that staff see what waiting buys.
-func (in *Instance) planCandidates(spec resv.Spec, after Time, count int) []Time {
-	base, running := in.planBase(spec, "")
-	js := Spec{Nodes: spec.Nodes, NodeList: spec.NodeList, Slots: spec.Slots, Walltime: 1}
-	in.checkResources(&js)
+func (in *Instance) planCandidates(spec resv.Spec, js Spec, base *timeline.Timeline, running map[timeline.SpanID]cand, after Time, count int) []Time {
 	drain, _, err := base.EarliestFit(in.request(&Job{Spec: js}), after, Duration(spec.End-spec.Start))
 	var ends []Time
 	seen := map[Time]bool{}
@@ -123,17 +130,25 @@ func (in *Instance) planCandidates(spec resv.Spec, after Time, count int) []Time
 
 // delays re-plans the planned jobs around a reservation on a copy of the
 // timeline and returns those that would start later.
-func (in *Instance) delays(spec resv.Spec, plan ResvPlan, now Time) []Delay {
-	tl := in.tl.Clone()
+func (in *Instance) delays(spec resv.Spec, plan ResvPlan, now Time, proj *projection, base *timeline.Timeline) []Delay {
+	// base is the timeline without the planned jobs (planBase); a
+	// maintenance plan's base also lacks the reservations, so it starts
+	// again from the instance's.
+	tl := base.Clone()
+	if spec.Maint {
+		tl = in.tl.Clone()
+	}
 	var planned []*Job
 	in.queue.Ascend(func(j *Job) bool {
 		if j.planned {
 			planned = append(planned, j)
-			tl.Remove(spanOf(j.ID))
+			if spec.Maint {
+				tl.Remove(spanOf(j.ID))
+			}
 		}
 		return true
 	})
-	if len(planned) == 0 {
+	if len(planned) == 0 && len(proj.jobs) == 0 {
 		return nil
 	}
 	for _, id := range plan.Kill {
@@ -163,6 +178,12 @@ func (in *Instance) delays(spec resv.Spec, plan ResvPlan, now Time) []Delay {
 	}
 	var out []Delay
 	for _, j := range planned {
+		// Where it is planned, if the reservation leaves that free: one
+		// check, no search, and the plan keeps its nodes.
+		sp := timeline.Span{ID: spanOf(j.ID), Start: j.PlannedStart, End: j.PlannedStart + Time(in.hold(j)), Nodes: j.nodeSet, Slots: in.request(j).Slots}
+		if tl.Add(sp) == nil {
+			continue
+		}
 		t, nodes, err := tl.EarliestFit(in.request(j), max(j.PlannedStart, in.notBefore(j.PlannedStart, j)), in.hold(j))
 		if err != nil {
 			out = append(out, Delay{Job: j.ID, From: j.PlannedStart, To: 0})
@@ -170,10 +191,79 @@ func (in *Instance) delays(spec resv.Spec, plan ResvPlan, now Time) []Delay {
 		}
 		if t > j.PlannedStart {
 			out = append(out, Delay{Job: j.ID, From: j.PlannedStart, To: t})
-		} else {
-			t, nodes = j.PlannedStart, j.nodeSet
 		}
-		tl.Add(timeline.Span{ID: spanOf(j.ID), Start: t, End: t + Time(in.hold(j)), Nodes: nodes, Slots: in.request(j).Slots})
+		sp.Start, sp.End, sp.Nodes = t, t+Time(in.hold(j)), nodes
+		tl.Add(sp)
+	}
+	return append(out, proj.delays(in, tl, now)...)
+}
+
+// MaxProjected bounds the queued jobs without a planned start whose delay
+// a plan projects.
+const MaxProjected = 64
+
+// projection is where the first queued jobs without a planned start (beyond
+// an easy or hybrid policy's depth) would start on the timeline as it is,
+// each at its earliest fit in queue order, as squeue --start estimates.
+type projection struct {
+	jobs   []*Job
+	starts []Time
+	nodes  []timeline.NodeSet
+}
+
+func (in *Instance) project(now Time, n int) *projection {
+	p := &projection{}
+	n = min(n, MaxProjected)
+	in.queue.Ascend(func(j *Job) bool {
+		if len(p.jobs) >= n {
+			return false
+		}
+		if !j.planned && (j.wait == waitResources || j.wait == waitFCFS) {
+			p.jobs = append(p.jobs, j)
+		}
+		return true
+	})
+	if len(p.jobs) == 0 {
+		return p
+	}
+	tl := in.tl.Clone()
+	p.starts = make([]Time, len(p.jobs))
+	p.nodes = make([]timeline.NodeSet, len(p.jobs))
+	for i, j := range p.jobs {
+		p.starts[i] = -1
+		req, hold := in.request(j), in.hold(j)
+		if t, nodes, err := tl.EarliestFit(req, in.notBefore(now, j), hold); err == nil {
+			p.starts[i], p.nodes[i] = t, nodes
+			tl.Add(timeline.Span{ID: spanOf(j.ID), Start: t, End: t + Time(hold), Nodes: nodes, Slots: req.Slots})
+		}
+	}
+	return p
+}
+
+// delays projects p's jobs again onto withResv (the reservation laid in)
+// and returns those that would start later.
+func (p *projection) delays(in *Instance, withResv *timeline.Timeline, now Time) []Delay {
+	var out []Delay
+	for i, j := range p.jobs {
+		if p.starts[i] < 0 {
+			continue
+		}
+		req, hold := in.request(j), in.hold(j)
+		// Where it would start without the reservation, if that is still
+		// free (the common case, and one check instead of a search).
+		sp := timeline.Span{ID: spanOf(j.ID), Start: p.starts[i], End: p.starts[i] + Time(hold), Nodes: p.nodes[i], Slots: req.Slots}
+		if withResv.Add(sp) == nil {
+			continue
+		}
+		t, nodes, err := withResv.EarliestFit(req, in.notBefore(now, j), hold)
+		if err != nil {
+			out = append(out, Delay{Job: j.ID, From: p.starts[i], To: 0})
+			continue
+		}
+		withResv.Add(timeline.Span{ID: spanOf(j.ID), Start: t, End: t + Time(hold), Nodes: nodes, Slots: req.Slots})
+		if t > p.starts[i] {
+			out = append(out, Delay{Job: j.ID, From: p.starts[i], To: t})
+		}
 	}
 	return out
 }

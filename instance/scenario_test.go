@@ -362,7 +362,11 @@ func (s *scenario) at(now Time, cmd string, args []string) []string {
 		if v := m["count"]; v != "" {
 			count = atoi(v)
 		}
-		ws, err := in.PlanWindows(spec, now, count)
+		project := 0
+		if v := m["project"]; v != "" {
+			project = atoi(v)
+		}
+		ws, err := in.PlanWindows(spec, now, count, project)
 		if err != nil {
 			return errOut(err)
 		}

@@ -773,7 +773,7 @@ func resvPlanCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "plan",
 		Usage:     "find windows for a reservation and what each would cost, changing nothing (admins)",
-		UsageText: "strata resv plan (--nodes N | --nodelist HOSTLIST) [--qpu NAME:SLOTS]... --duration D [--after TIME] [--count 5] [--overlap drain|kill] [--maint] [--json]",
+		UsageText: "strata resv plan (--nodes N | --nodelist HOSTLIST) [--qpu NAME:SLOTS]... --duration D [--after TIME] [--count 5] [--project N] [--overlap drain|kill] [--maint] [--json]",
 		Description: "Lists the earliest windows, from --after (default now), where such a reservation\n" +
 			"could be had, with their cost: the running jobs it would kill (with --overlap kill)\n" +
 			"and the node-hours of work lost, and the queued jobs it would delay, and by how much.\n" +
@@ -785,6 +785,7 @@ func resvPlanCommand() *cli.Command {
 			&cli.StringFlag{Name: "duration", Usage: "how long the reservation would last"},
 			&cli.StringFlag{Name: "after", Usage: "the earliest start to consider (default now)"},
 			&cli.IntFlag{Name: "count", Value: 5, Usage: "how many windows to list, at most 50"},
+			&cli.IntFlag{Name: "project", Usage: "also project the first N queued jobs without a planned start (beyond the policy's depth) and list those each window would delay, at most 64"},
 			&cli.StringFlag{Name: "overlap", Usage: "drain (only windows that kill nothing) or kill", DefaultText: "drain"},
 			&cli.BoolFlag{Name: "maint", Usage: "plan a maintenance window: no jobs; may overlap other reservations"},
 			jsonFlag(),
@@ -801,6 +802,7 @@ type resvPlanFlags struct {
 	QPU             []string
 	Duration, After string
 	Count           int
+	Project         int
 	Overlap         string
 	Maint           bool
 }
@@ -809,13 +811,13 @@ func readResvPlanFlags(c *cli.Context) resvPlanFlags {
 	return resvPlanFlags{
 		Nodes: c.Int("nodes"), NodesSet: c.IsSet("nodes"), NodeList: c.String("nodelist"), QPU: c.StringSlice("qpu"),
 		Duration: c.String("duration"), After: c.String("after"), Count: c.Int("count"), Overlap: c.String("overlap"),
-		Maint: c.Bool("maint"),
+		Maint: c.Bool("maint"), Project: c.Int("project"),
 	}
 }
 
 // request turns the flags of resv plan into a request.
 func (f resvPlanFlags) request(now time.Time) (api.ResvPlanRequest, error) {
-	r := api.ResvPlanRequest{Count: f.Count, Maint: f.Maint}
+	r := api.ResvPlanRequest{Count: f.Count, Maint: f.Maint, Project: f.Project}
 	var err error
 	if r.Nodes, r.NodeList, err = nodeFlags(f.Nodes, f.NodesSet, f.NodeList); err != nil {
 		return r, err
@@ -840,6 +842,9 @@ func (f resvPlanFlags) request(now time.Time) (api.ResvPlanRequest, error) {
 			return r, flagErr("--after", err)
 		}
 		r.After = time.Unix(r.After.Unix(), 0).UTC()
+	}
+	if f.Project < 0 || f.Project > 64 {
+		return r, flagErr("--project", fmt.Errorf("%d: project 0 to 64 queued jobs", f.Project))
 	}
 	if f.Count < 1 || f.Count > 50 {
 		return r, flagErr("--count", fmt.Errorf("%d: ask for 1 to 50 windows", f.Count))

@@ -247,6 +247,7 @@ func TestResvPlanRequest(t *testing.T) {
 			api.ResvPlanRequest{NodeList: "n[0-3]", QPU: map[string]int{"qpu0": 2}, DurationS: 5400, After: utc("2026-12-03T17:00:00Z"), Count: 3, Overlap: "kill"}},
 		{"--nodes 1 --duration 1h --after +2h", api.ResvPlanRequest{Nodes: 1, DurationS: 3600, After: testNow.Add(2 * time.Hour), Count: 5}},
 		{"--nodelist n[0-3] --duration 1h --maint", api.ResvPlanRequest{NodeList: "n[0-3]", DurationS: 3600, Count: 5, Maint: true}},
+		{"--nodes 2 --duration 1h --project 8", api.ResvPlanRequest{Nodes: 2, DurationS: 3600, Count: 5, Project: 8}},
 	} {
 		got, err := parseResvPlan(t, splitArgs(tc.args)...)
 		if err != nil || !reflect.DeepEqual(got, tc.want) {
@@ -262,6 +263,8 @@ func TestResvPlanRequest(t *testing.T) {
 		{"--nodes 4 --duration 1h --after someday", "--after"},
 		{"--nodes 4 --duration 1h --count 0", "--count"},
 		{"--nodes 4 --duration 1h --count 51", "--count"},
+		{"--nodes 4 --duration 1h --project 65", "--project"},
+		{"--nodes 4 --duration 1h --project -1", "--project"},
 		{"--nodes 4 --duration 1h --overlap maybe", "--overlap"},
 		{"--nodes 4 --duration 1h --qpu q", "--qpu"},
 		{"--nodes 4 --duration 1h --qpu qpu0:1 --maint", "--qpu"},
