@@ -224,7 +224,7 @@ func (d *demo) qpu(alice *client.Client) error {
 	}
 	fmt.Fprintln(d.w, "== a hybrid job: it holds 2 of qpu0's 8 slots and sends a circuit to the QPU from its script")
 	script := `id=$(printf 'h q0\ncx q0 q1\nmeasure\n' | "$STRATA" qpu submit --backend qpu0 --shots 1000 --name bell -) && ` +
-		`echo "QPU job $id" && "$STRATA" qpu result --wait "$id"`
+		`echo "QPU job $id" && "$STRATA" qpu result --wait "$id" && sleep 1 # then the classical part`
 	req := api.SubmitRequest{Nodes: 1, Walltime: 60, QPU: map[string]int{"qpu0": 2}, Command: []string{"sh", "-c", script},
 		Env: map[string]string{"STRATA": self, api.EnvCreds: filepath.Join(d.dir, "alice.creds")}}
 	hybrid, err := d.submit(alice, req)
@@ -244,7 +244,7 @@ func (d *demo) qpu(alice *client.Client) error {
 	}
 	fmt.Fprintln(d.w, "alice$ strata qpu acct")
 	for _, r := range acct.Users {
-		fmt.Fprintf(d.w, "   %s: %.3f QPU seconds, jobs %v, %.4f slot-hours held\n", r.User, r.QPUSecs, r.Jobs, r.SlotHours)
+		fmt.Fprintf(d.w, "   %s: %.3f QPU seconds, jobs %v, slots held for %.0f slot-seconds\n", r.User, r.QPUSecs, r.Jobs, r.SlotHours*3600)
 	}
 	return nil
 }
