@@ -364,10 +364,8 @@ func (r *Runtime) qpuSubmit(ctx context.Context, q Request) (any, error) {
 			}
 			path = j.Path + ".j" + sr.Job.String()
 		}
-		if sr.Key != "" { // a retry: the first answer, before any check
-			if j, ok := r.qpuByKey(q.User, sr.Key); ok {
-				return apiQPUJob(j, false), nil
-			}
+		if j, ok := r.qp.s.ByKey(q.User, sr.Key); ok { // a retry: the first answer, before any check
+			return apiQPUJob(j, false), nil
 		}
 		slots, users, start, ok := r.slotHolder(path, sr.Backend)
 		if !ok {
@@ -396,13 +394,6 @@ func (r *Runtime) qpuSubmit(ctx context.Context, q Request) (any, error) {
 		j, _ := r.qp.s.Job(id)
 		return apiQPUJob(j, false), nil
 	})
-}
-
-func (r *Runtime) qpuByKey(user, key string) (qpu.Job, bool) {
-	for _, j := range r.qp.s.Jobs(func(j *qpu.Job) bool { return j.User == user && j.Key == key }) {
-		return j, true
-	}
-	return qpu.Job{}, false
 }
 
 // qpuVisible returns QPU job id if q's user may see it.
@@ -811,18 +802,12 @@ func (r *Runtime) executorOf(m micro.Request) (string, bool) {
 	return name, true
 }
 
+// respondExec answers an executor with the api envelope of v or err.
 func respondExec(m micro.Request, v any, err error) {
-	if err != nil {
-		var ae *api.Error
-		if !errors.As(err, &ae) {
-			ae = &api.Error{Code: api.CodeInternal, Message: err.Error()}
-		}
-		data, _ := json.Marshal(api.Envelope{V: api.Version, Error: ae})
-		m.Respond(data)
-		return
+	data, eErr := api.EncodeReply(v)
+	if err != nil || eErr != nil {
+		data = api.EncodeError(errors.Join(err, eErr))
 	}
-	raw, _ := json.Marshal(v)
-	data, _ := json.Marshal(api.Envelope{V: api.Version, Data: raw})
 	m.Respond(data)
 }
 

@@ -456,6 +456,18 @@ func (s *Scheduler) Job(id JobID) (Job, bool) {
 	return *j, true
 }
 
+// ByKey returns the job user submitted with idempotency key key, if any.
+func (s *Scheduler) ByKey(user, key string) (Job, bool) {
+	if key == "" {
+		return Job{}, false
+	}
+	id, ok := s.keys[user+"\x00"+key]
+	if !ok {
+		return Job{}, false
+	}
+	return s.Job(id)
+}
+
 // Jobs returns copies of the jobs keep accepts (nil: all), by ID.
 func (s *Scheduler) Jobs(keep func(*Job) bool) []Job {
 	var out []Job

@@ -200,6 +200,12 @@ func TestSubmitRules(t *testing.T) {
 	if a != b || a == c {
 		t.Errorf("keys: alice %d then %d, bob %d; want the same for alice, another for bob", a, b, c)
 	}
+	if j, ok := s.ByKey("alice", "k1"); !ok || j.ID != a {
+		t.Errorf("ByKey(alice, k1) = %d, %v; want %d", j.ID, ok, a)
+	}
+	if _, ok := s.ByKey("carol", "k1"); ok {
+		t.Error("ByKey found carol a job she never submitted")
+	}
 	if j, _ := s.Job(a); j.Shots != 1000 {
 		t.Errorf("default shots %d, want 1000", j.Shots)
 	}

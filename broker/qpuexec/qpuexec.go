@@ -143,17 +143,7 @@ func (e *executor) call(ctx context.Context, op string, req, resp any) error {
 	if err != nil {
 		return err
 	}
-	var env api.Envelope
-	if err := json.Unmarshal(msg.Data, &env); err != nil {
-		return fmt.Errorf("a reply that is not an envelope: %w", err)
-	}
-	if env.Error != nil {
-		return env.Error
-	}
-	if resp == nil || len(env.Data) == 0 {
-		return nil
-	}
-	return json.Unmarshal(env.Data, resp)
+	return api.DecodeReply(msg.Data, resp)
 }
 
 // retry calls op until it succeeds, ctx ends, or the broker refuses for a
