@@ -121,22 +121,12 @@ func (r *Runtime) restoreQPU(ctx context.Context) error {
 		}
 		if _, _, start, ok := r.slotHolder(ss.Key.Path, ss.Key.Backend); !ok || qpu.Time(start)*1000 > ss.Opened {
 			r.qp.s.Close(qpuNow(), ss.Key.Path, ss.Key.Backend, "its instance ended while the broker was down")
-		} else if id, ok := jobOfPath(ss.Key.Path); ok {
+		} else if id, ok := instance.JobOfPath(ss.Key.Path); ok {
 			r.qp.byJob[id] = ss.Key.Path
 		}
 	}
 	r.b.log.Info("QPU state restored", "jobs", len(jobs), "sessions", len(sess))
 	return nil
-}
-
-// jobOfPath returns the job whose session path this is (PARENT.jID).
-func jobOfPath(path string) (instance.JobID, bool) {
-	i := strings.LastIndexByte(path, '.')
-	if i < 0 || !strings.HasPrefix(path[i+1:], "j") {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(path[i+2:], 10, 64)
-	return instance.JobID(n), err == nil && n > 0
 }
 
 // slotHolder returns what holds slots on backend at path now: the slots,
@@ -145,9 +135,9 @@ func jobOfPath(path string) (instance.JobID, bool) {
 // "j" with its ID, whether or not it is a child instance) or an active
 // reservation.
 func (r *Runtime) slotHolder(path, backend string) (slots int, users []string, start instance.Time, ok bool) {
-	if id, isJob := jobOfPath(path); isJob {
+	if id, isJob := instance.JobOfPath(path); isJob {
 		j, found := r.in.Job(id)
-		if !found || j.State != instance.Running || j.Path+".j"+strconv.FormatInt(int64(id), 10) != path {
+		if !found || j.State != instance.Running || instance.JobPath(j.Path, id) != path {
 			return 0, nil, 0, false
 		}
 		return j.Spec.Slots[backend], []string{j.Spec.User}, j.Start, j.Spec.Slots[backend] > 0
@@ -362,7 +352,7 @@ func (r *Runtime) qpuSubmit(ctx context.Context, q Request) (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			path = j.Path + ".j" + sr.Job.String()
+			path = instance.JobPath(j.Path, instance.JobID(sr.Job))
 		}
 		if j, ok := r.qp.s.ByKey(q.User, sr.Key); ok { // a retry: the first answer, before any check
 			return apiQPUJob(j, false), nil
@@ -384,7 +374,7 @@ func (r *Runtime) qpuSubmit(ctx context.Context, q Request) (any, error) {
 		if _, err := r.qp.s.Open(now, path, sr.Backend, own, users); err != nil {
 			return nil, qpuError(err)
 		}
-		if id, isJob := jobOfPath(path); isJob {
+		if id, isJob := instance.JobOfPath(path); isJob {
 			r.qp.byJob[id] = path
 		}
 		id, err := r.qp.s.Submit(now, q.User, q.Admin, path, sr.Backend, qpu.Job{Name: sr.Name, Shots: sr.Shots, Key: sr.Key, Payload: sr.Payload})
@@ -626,7 +616,7 @@ func (r *Runtime) qpuRevoke(ctx context.Context, q Request) (any, error) {
 			// instance keeps its grant until it ends (its own jobs may
 			// hold slots of it), and a reservation its own (change it with
 			// 'strata resv update'): their QPU work stops, that is all.
-			if id, isJob := jobOfPath(rr.Session); isJob {
+			if id, isJob := instance.JobOfPath(rr.Session); isJob {
 				if j, ok := r.in.Job(id); ok && !j.Spec.Child {
 					if err := r.in.RevokeSlots(now, actor(q), id, name, rr.Reason); err != nil {
 						r.b.log.Warn("cannot free revoked slots", "job", id, "backend", name, "err", err)
@@ -720,7 +710,7 @@ func qpuAccounting(ar api.QPUAcctRequest, now time.Time, user string, admin bool
 		h := overlap(time.Unix(int64(j.Start), 0), end)
 		for _, n := range j.Spec.Slots {
 			row(users, j.Spec.User, true).SlotHours += h * float64(n)
-			row(insts, j.Path+".j"+strconv.FormatInt(int64(j.ID), 10), false).SlotHours += h * float64(n)
+			row(insts, instance.JobPath(j.Path, j.ID), false).SlotHours += h * float64(n)
 		}
 	}
 	for _, rv := range rvs {

@@ -1181,7 +1181,7 @@ func (r *Runtime) apiJob(j instance.Job) api.Job {
 	}
 	out.Instance = j.Spec.Child
 	if j.Spec.Child && j.State == instance.Running {
-		out.URI = r.b.URI(j.Path + ".j" + strconv.FormatInt(int64(j.ID), 10))
+		out.URI = r.b.URI(instance.JobPath(j.Path, j.ID))
 	}
 	return out
 }

@@ -4,14 +4,31 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/strata-hpc/strata/timeline"
 )
 
-// childPath is the path of the child instance of job j: its instance's
-// path and "j" with the job ID (root.j17, root.physics.j42).
-func childPath(j *Job) string { return j.inst.path + ".j" + strconv.FormatInt(int64(j.ID), 10) }
+// childPath is the path of the child instance of job j (JobPath).
+func childPath(j *Job) string { return JobPath(j.inst.path, j.ID) }
+
+// JobPath is the path of job id of the instance at parent: the parent's
+// path and "j" with the job ID (root.j17, root.physics.j42). A child job's
+// instance lives there; a plain job holding QPU slots is a session there.
+func JobPath(parent string, id JobID) string {
+	return parent + ".j" + strconv.FormatInt(int64(id), 10)
+}
+
+// JobOfPath is the inverse of JobPath: the job whose path this is.
+func JobOfPath(path string) (JobID, bool) {
+	i := strings.LastIndexByte(path, '.')
+	if i < 0 || !strings.HasPrefix(path[i+1:], "j") {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(path[i+2:], 10, 64)
+	return JobID(n), err == nil && n > 0 && JobPath(path[:i], JobID(n)) == path
+}
 
 // startChild creates the child instance of child job j on j's nodes and
 // slots, lasting until j's walltime ends.

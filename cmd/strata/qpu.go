@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/strata-hpc/strata/api"
+	"github.com/strata-hpc/strata/instance"
 	"github.com/strata-hpc/strata/internal/when"
 )
 
@@ -426,7 +427,9 @@ func (f qpuSubmitFlags) request(stdin io.Reader) (api.QPUSubmitRequest, error) {
 		if err != nil {
 			return r, usageErr(fmt.Errorf("$STRATA_JOBID: %v; it names the job holding the QPU slots: run inside a Strata job, or unset it", err))
 		}
-		if !strings.HasSuffix(f.Path, ".j"+id.String()) {
+		// Inside the job's own instance (batch, alloc) the instance is
+		// the session.
+		if own, ok := instance.JobOfPath(f.Path); !ok || uint64(own) != uint64(id) {
 			r.Job = id
 		}
 	}
