@@ -41,6 +41,25 @@ func (b *nodeBits) set(lo, hi int32) int {
 	return n
 }
 
+// anySet reports whether any bit of runs is set; runs may reach outside the
+// range b covers, whose bits count as clear.
+func (b *nodeBits) anySet(runs []run) bool {
+	top := b.base + int32(len(b.words))<<6
+	for _, r := range runs {
+		lo, hi := max(r.lo, b.base)-b.base, min(r.hi, top)-b.base
+		for lo < hi {
+			w := lo >> 6
+			end := min(hi, (w+1)<<6)
+			m := (^uint64(0) >> (64 - uint(end-lo))) << uint(lo&63)
+			if b.words[w]&m != 0 {
+				return true
+			}
+			lo = end
+		}
+	}
+	return false
+}
+
 // appendClear appends to out the runs of clear bits within [lo, hi).
 func (b *nodeBits) appendClear(out []run, lo, hi int32) []run {
 	pos := lo - b.base

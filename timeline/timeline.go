@@ -196,6 +196,8 @@ type Timeline struct {
 	runs   []run
 	rest   []seg
 	found  []idSpan
+	idTmp  []idSpan // sortByID's other buffer
+	obits  nodeBits // Overlapping's bitmap of the nodes asked about
 	ranges []timeRange
 	// skip is a span that queries count as gone, and skipUse its use per
 	// count dimension (see MoveEarlier); nil outside MoveEarlier.
