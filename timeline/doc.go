@@ -71,7 +71,8 @@
 // reading them. "Which nodes are free throughout this window" merges the runs
 // of the spans overlapping it (in a scratch bitmap over the candidate nodes,
 // cheaper than sorting the runs); "which spans overlap these nodes in this
-// window" filters the same scan. Neither looks at all spans or keeps anything
+// window" filters the same scan, testing a scattered node set through a
+// bitmap of its nodes. Neither looks at all spans or keeps anything
 // per node: memory grows with spans, not with spans times nodes.
 //
 // Spans are also indexed by ID in a btree (not a Go map), so that Clone is
