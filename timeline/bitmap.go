@@ -44,18 +44,25 @@ func (b *nodeBits) set(lo, hi int32) int {
 // anySet reports whether any bit of runs is set; runs may reach outside the
 // range b covers, whose bits count as clear.
 func (b *nodeBits) anySet(runs []run) bool {
-	top := b.base + int32(len(b.words))<<6
 	for _, r := range runs {
-		lo, hi := max(r.lo, b.base)-b.base, min(r.hi, top)-b.base
-		for lo < hi {
-			w := lo >> 6
-			end := min(hi, (w+1)<<6)
-			m := (^uint64(0) >> (64 - uint(end-lo))) << uint(lo&63)
-			if b.words[w]&m != 0 {
-				return true
-			}
-			lo = end
+		if b.anyIn(r.lo, r.hi) {
+			return true
 		}
+	}
+	return false
+}
+
+// anyIn reports whether any bit of [lo, hi) is set; bits outside the range
+// b covers count as clear.
+func (b *nodeBits) anyIn(lo, hi int32) bool {
+	lo, hi = max(lo, b.base)-b.base, min(hi, b.base+int32(len(b.words))<<6)-b.base
+	for lo < hi {
+		w := lo >> 6
+		end := min(hi, (w+1)<<6)
+		if b.words[w]&((^uint64(0)>>(64-uint(end-lo)))<<uint(lo&63)) != 0 {
+			return true
+		}
+		lo = end
 	}
 	return false
 }

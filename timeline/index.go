@@ -3,6 +3,8 @@ package timeline
 import (
 	"math"
 	"math/bits"
+	"slices"
+	"sort"
 
 	"github.com/google/btree"
 )
@@ -98,42 +100,226 @@ var anyNodes = run{math.MinInt32, math.MaxInt32}
 const numClasses = 63
 
 // intervalIndex finds the spans overlapping a window. Spans are split into
-// duration classes, one btree per class ordered by (start, id). A span of
-// class k that overlaps [s, e) starts in (s-2^(k+1), e), so each class is one
-// range scan; the scan's false positives (spans that end by s) started in
+// duration classes, each class ordered by (start, id). A span of class k that
+// overlaps [s, e) starts in (s-2^(k+1), e), so each class is one range scan;
+// the scan's false positives (spans that end by s) started in
 // (s-2^(k+1), s-2^k], a range no longer than the spans themselves, so the
 // waste is bounded by the answer's own density.
+//
+// A class is a google/btree of key chunks: runs of up to maxKeys
+// consecutive keys in a plain array, one btree item each, like the change
+// points of a counter. A scan walks arrays (eight times faster than walking
+// the btree key by key, measured on 100,000 spans), and a chunk this index
+// owns is changed in place. Copy on write as for counters: Clone gives both
+// sides new owner tokens, so a chunk made before is copied when changed.
 type intervalIndex struct {
 	mask uint64 // bit k set when class k has a tree
-	cls  [numClasses]*btree.BTreeG[ikey]
-	fl   *btree.FreeListG[ikey]
+	cls  [numClasses]*btree.BTreeG[ichunk]
+	fl   *btree.FreeListG[ichunk]
+	own  *owner // token of the chunks this index may write in place
+	// size is the chunk capacity: maxKeys, or less in tests, so that the
+	// differential test's small timelines split and merge chunks too.
+	size int
+}
+
+// ichunk is a run of consecutive keys of a class, keyed by its first key.
+type ichunk struct {
+	first ikey // b.keys[0]
+	b     *ibox
+}
+
+type ibox struct {
+	keys []ikey // sorted by ikeyLess, non-empty, at most maxKeys
+	own  *owner
+}
+
+func ichunkLess(a, b ichunk) bool { return ikeyLess(a.first, b.first) }
+
+// maxKeys is the chunk capacity: a chunk holds at most maxKeys keys (2 KiB,
+// one size class). One left with less than a quarter of that by a deletion
+// is merged with a neighbour when the two fit in one.
+const maxKeys = 64
+
+// capacity returns the chunk capacity of x.
+func (x *intervalIndex) capacity() int {
+	if x.size > 0 {
+		return x.size
+	}
+	return maxKeys
 }
 
 func classOf(s *span) int { return bits.Len64(uint64(s.end-s.start)) - 1 }
 
+// chunkOf returns the chunk of tr where k belongs: the last whose first key
+// is at or before k, or the first chunk when k precedes them all; ok is
+// false when tr is empty.
+func chunkOf(tr *btree.BTreeG[ichunk], k ikey) (c ichunk, ok bool) {
+	tr.DescendLessOrEqual(ichunk{first: k}, func(it ichunk) bool {
+		c, ok = it, true
+		return false
+	})
+	if !ok {
+		c, ok = tr.Min()
+	}
+	return c, ok
+}
+
+// owned returns the keys of c in an array this index may change: the
+// chunk's own when this index owns it, a copy otherwise.
+func (x *intervalIndex) owned(c ichunk) []ikey {
+	if c.b.own == x.own {
+		return c.b.keys
+	}
+	out := make([]ikey, len(c.b.keys), min(max(2*len(c.b.keys), 4), x.capacity()))
+	copy(out, c.b.keys)
+	return out
+}
+
+// put stores keys (non-empty) as the chunk that replaces old in tr.
+func (x *intervalIndex) put(tr *btree.BTreeG[ichunk], old ichunk, keys []ikey) {
+	if old.b != nil && old.b.own == x.own && &old.b.keys[:1][0] == &keys[:1][0] && old.first == keys[0] {
+		old.b.keys = keys // in place: the btree item is unchanged
+		return
+	}
+	if old.b != nil && old.first != keys[0] {
+		tr.Delete(old)
+	}
+	tr.ReplaceOrInsert(ichunk{first: keys[0], b: &ibox{keys: keys, own: x.own}})
+}
+
 func (x *intervalIndex) insert(s *span) {
 	k := classOf(s)
-	if x.cls[k] == nil {
+	tr := x.cls[k]
+	if tr == nil {
 		if x.fl == nil {
-			x.fl = btree.NewFreeListG[ikey](btree.DefaultFreeListSize)
+			x.fl = btree.NewFreeListG[ichunk](btree.DefaultFreeListSize)
 		}
-		x.cls[k] = btree.NewWithFreeListG(btreeDegree, ikeyLess, x.fl)
+		if x.own == nil {
+			x.own = new(owner)
+		}
+		tr = btree.NewWithFreeListG(btreeDegree, ichunkLess, x.fl)
+		x.cls[k] = tr
 		x.mask |= 1 << k
 	}
-	x.cls[k].ReplaceOrInsert(keyOf(s))
+	key := keyOf(s)
+	c, ok := chunkOf(tr, key)
+	if !ok {
+		x.put(tr, ichunk{}, append(make([]ikey, 0, 4), key))
+		return
+	}
+	keys := c.b.keys
+	i := sort.Search(len(keys), func(i int) bool { return ikeyLess(key, keys[i]) })
+	if size := x.capacity(); len(keys) >= size {
+		if i == len(keys) {
+			// Appending to a full chunk (spans added in time order):
+			// it stays full, and a new chunk starts.
+			x.put(tr, ichunk{}, append(make([]ikey, 0, min(4, size)), key))
+			return
+		}
+		// Split: each half gets half the keys.
+		half := len(keys) / 2
+		hi := append(make([]ikey, 0, size), keys[half:]...)
+		lo := x.owned(c)
+		clear(lo[half:]) // no stale span pointers past the end
+		lo = lo[:half]
+		if i <= half {
+			lo = slices.Insert(lo, i, key)
+		} else {
+			hi = slices.Insert(hi, i-half, key)
+		}
+		x.put(tr, c, lo)
+		x.put(tr, ichunk{}, hi)
+		return
+	}
+	keys = x.owned(c)
+	if len(keys) == cap(keys) {
+		keys = slices.Grow(keys, min(len(keys), x.capacity()-len(keys)))
+	}
+	keys = slices.Insert(keys, i, key)
+	x.put(tr, c, keys)
 }
 
 func (x *intervalIndex) delete(s *span) {
-	x.cls[classOf(s)].Delete(keyOf(s))
+	k := classOf(s)
+	tr := x.cls[k]
+	key := keyOf(s)
+	c, ok := chunkOf(tr, key)
+	if !ok {
+		return
+	}
+	i := sort.Search(len(c.b.keys), func(i int) bool { return !ikeyLess(c.b.keys[i], key) })
+	if i == len(c.b.keys) || c.b.keys[i].s != s {
+		return
+	}
+	if len(c.b.keys) == 1 {
+		tr.Delete(c)
+		return
+	}
+	keys := slices.Delete(x.owned(c), i, i+1)
+	size := x.capacity()
+	if len(keys) >= max(size/4, 2) {
+		x.put(tr, c, keys)
+		return
+	}
+	// Merge with the next chunk, or else the previous one, when they fit.
+	var next, prev ichunk
+	tr.AscendGreaterOrEqual(c, func(it ichunk) bool {
+		if it.b != c.b {
+			next = it
+			return false
+		}
+		return true
+	})
+	if next.b == nil {
+		tr.DescendLessOrEqual(c, func(it ichunk) bool {
+			if it.b != c.b {
+				prev = it
+				return false
+			}
+			return true
+		})
+	}
+	switch {
+	case next.b != nil && len(keys)+len(next.b.keys) <= size:
+		tr.Delete(next)
+		x.put(tr, c, append(slices.Grow(keys, len(next.b.keys)), next.b.keys...))
+	case prev.b != nil && len(prev.b.keys)+len(keys) <= size:
+		tr.Delete(c)
+		merged := x.owned(prev)
+		x.put(tr, prev, append(slices.Grow(merged, len(keys)), keys...))
+	default:
+		x.put(tr, c, keys)
+	}
 }
 
 func (x *intervalIndex) clone() intervalIndex {
-	out := intervalIndex{mask: x.mask, fl: x.fl}
+	x.own = new(owner)
+	out := intervalIndex{mask: x.mask, fl: x.fl, own: new(owner), size: x.size}
 	for m := x.mask; m != 0; m &= m - 1 {
 		k := bits.TrailingZeros64(m)
 		out.cls[k] = x.cls[k].Clone()
 	}
 	return out
+}
+
+// ascend calls fn with the keys of class k at or after from, in order, a
+// chunk's worth at a time, until fn returns false. fn must not modify the
+// index or the keys.
+func (x *intervalIndex) ascend(k int, from ikey, fn func([]ikey) bool) {
+	tr := x.cls[k]
+	if tr == nil || tr.Len() == 0 {
+		return
+	}
+	c, _ := chunkOf(tr, from)
+	first := true
+	tr.AscendGreaterOrEqual(c, func(c ichunk) bool {
+		keys := c.b.keys
+		if first {
+			keys = keys[sort.Search(len(keys), func(i int) bool { return !ikeyLess(keys[i], from) }):]
+			first = false
+		}
+		return fn(keys)
+	})
 }
 
 // visit calls fn for every span overlapping [start, end) (span.start < end
@@ -147,21 +333,20 @@ func (x *intervalIndex) visit(start, end Time, box run, fn func(ikey) bool) {
 	stop := false
 	for m := x.mask; m != 0 && !stop; m &= m - 1 {
 		k := bits.TrailingZeros64(m)
-		tr := x.cls[k]
-		if tr.Len() == 0 {
-			continue
-		}
 		lo := Time(math.MinInt64)
 		if k+1 < 63 && start > math.MinInt64+Time(1)<<(k+1) {
 			lo = start - Time(1)<<(k+1) + 1
 		}
-		tr.AscendGreaterOrEqual(ikey{start: lo}, func(it ikey) bool {
-			if it.start >= end {
-				return false
-			}
-			if it.end > start && it.bound() > box.lo && it.lo < box.hi && !fn(it) {
-				stop = true
-				return false
+		x.ascend(k, ikey{start: lo}, func(keys []ikey) bool {
+			for i := range keys {
+				it := &keys[i]
+				if it.start >= end {
+					return false
+				}
+				if it.end > start && it.bound() > box.lo && it.lo < box.hi && !fn(*it) {
+					stop = true
+					return false
+				}
 			}
 			return true
 		})
@@ -177,10 +362,16 @@ func (x *intervalIndex) visitStarts(from, to Time, box run, fn func(ikey) bool) 
 	}
 	stop := false
 	for m := x.mask; m != 0 && !stop; m &= m - 1 {
-		x.cls[bits.TrailingZeros64(m)].AscendRange(ikey{start: from}, ikey{start: to}, func(it ikey) bool {
-			if it.bound() > box.lo && it.lo < box.hi && !fn(it) {
-				stop = true
-				return false
+		x.ascend(bits.TrailingZeros64(m), ikey{start: from}, func(keys []ikey) bool {
+			for i := range keys {
+				it := &keys[i]
+				if it.start >= to {
+					return false
+				}
+				if it.bound() > box.lo && it.lo < box.hi && !fn(*it) {
+					stop = true
+					return false
+				}
 			}
 			return true
 		})

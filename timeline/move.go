@@ -370,22 +370,25 @@ func (t *Timeline) reach(r *freedRect) {
 	}
 	x := &t.nodeIdx
 	for m := x.mask; m != 0; m &= m - 1 {
-		x.cls[bits.TrailingZeros64(m)].AscendGreaterOrEqual(ikey{start: r.end}, func(it ikey) bool {
-			if it.start >= latest {
-				return false
-			}
-			if it.bound() <= lo || it.lo >= hi {
-				return true
-			}
-			if it.hi > 0 {
-				lift(it.lo, it.hi, it.start, it.s)
-			} else {
-				for _, sr := range it.s.nodes.runs {
-					lift(sr.lo, sr.hi, it.start, it.s)
+		x.ascend(bits.TrailingZeros64(m), ikey{start: r.end}, func(keys []ikey) bool {
+			for i := range keys {
+				it := &keys[i]
+				if it.start >= latest {
+					return false
 				}
-			}
-			if uncovered == 0 && latest == MaxTime {
-				latest = latestNow()
+				if it.bound() <= lo || it.lo >= hi {
+					continue
+				}
+				if it.hi > 0 {
+					lift(it.lo, it.hi, it.start, it.s)
+				} else {
+					for _, sr := range it.s.nodes.runs {
+						lift(sr.lo, sr.hi, it.start, it.s)
+					}
+				}
+				if uncovered == 0 && latest == MaxTime {
+					latest = latestNow()
+				}
 			}
 			return true
 		})

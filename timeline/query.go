@@ -425,35 +425,47 @@ func (t *Timeline) Overlapping(nodes NodeSet, start, end Time, fn func(Span) boo
 	} else {
 		box := run{nodes.runs[0].lo, nodes.runs[len(nodes.runs)-1].hi}
 		single := len(nodes.runs) == 1
-		meets := func(runs []run) bool { return runsOverlap(runs, nodes.runs) }
+		var bm *nodeBits
 		if len(nodes.runs) > 8 && box.len() <= 4096*len(nodes.runs) {
 			// Many runs in a compact box (a scattered node list): test
-			// spans against a bitmap of nodes, O(span runs + span
-			// nodes/64), instead of a binary search per span run.
-			b := &t.obits
-			b.reset(box.lo, box.hi)
+			// spans against a bitmap of nodes, O(span nodes/64), instead
+			// of a binary search per span run.
+			bm = &t.obits
+			bm.reset(box.lo, box.hi)
 			for _, r := range nodes.runs {
-				b.set(r.lo, r.hi)
+				bm.set(r.lo, r.hi)
 			}
-			meets = b.anySet
 		}
-		var one [1]run
-		t.nodeIdx.visit(start, end, box, func(k ikey) bool {
-			var hit bool
-			switch {
-			case k.hi > 0 && single:
-				hit = true // one run on either side: meeting bounds is overlap
-			case k.hi > 0:
-				one[0] = run{k.lo, k.hi}
-				hit = meets(one[:]) // no need to read the span
-			default:
-				hit = meets(k.s.nodes.runs)
+		meets := func(runs []run) bool {
+			if bm != nil {
+				return bm.anySet(runs)
 			}
-			if hit {
+			return runsOverlap(runs, nodes.runs)
+		}
+		several := t.several[:0]
+		t.several = nil
+		t.nodeIdx.visit(start, end, box, func(k ikey) bool {
+			switch {
+			case k.hi < 0:
+				several = append(several, k.s) // tested below
+			case single:
+				// One run on either side: meeting bounds is overlap.
 				found = append(found, idSpan{s: k.s})
+			case bm != nil && bm.anyIn(k.lo, k.hi), bm == nil && runsOverlap([]run{{k.lo, k.hi}}, nodes.runs):
+				found = append(found, idSpan{s: k.s}) // without reading the span
 			}
 			return true
 		})
+		// The spans of several runs are read after the scan, in a loop
+		// whose loads (span, then runs) the processor overlaps from one
+		// span to the next.
+		for _, s := range several {
+			if meets(s.nodes.runs) {
+				found = append(found, idSpan{s: s})
+			}
+		}
+		clear(several)
+		t.several = several[:0]
 	}
 	// Read the IDs in a loop of their own: its loads do not depend on one
 	// another, so the processor overlaps their cache misses, which it

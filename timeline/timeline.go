@@ -189,16 +189,17 @@ type Timeline struct {
 	frees freeLog
 
 	// Scratch buffers, owned by this Timeline alone (never shared by a clone).
-	segs   []seg
-	bits   nodeBits
-	keys   []uint64
-	order  []int32
-	runs   []run
-	rest   []seg
-	found  []idSpan
-	idTmp  []idSpan // sortByID's other buffer
-	obits  nodeBits // Overlapping's bitmap of the nodes asked about
-	ranges []timeRange
+	segs    []seg
+	bits    nodeBits
+	keys    []uint64
+	order   []int32
+	runs    []run
+	rest    []seg
+	found   []idSpan
+	idTmp   []idSpan // sortByID's other buffer
+	obits   nodeBits // Overlapping's bitmap of the nodes asked about
+	several []*span  // Overlapping's spans of several runs, tested after the scan
+	ranges  []timeRange
 	// skip is a span that queries count as gone, and skipUse its use per
 	// count dimension (see MoveEarlier); nil outside MoveEarlier.
 	// noFits are facts found at the current version (see noFit).
