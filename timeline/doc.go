@@ -64,9 +64,10 @@
 //
 // Node identity lives in the spans themselves, stored as runs of contiguous
 // node indexes, with an interval index over time: spans are split by
-// duration class (durations in [2^k, 2^(k+1)) seconds), one btree per class
-// ordered by start, so that the spans overlapping a window are one range scan
-// per class. Each entry carries the span's end and the bounds of its nodes,
+// duration class (durations in [2^k, 2^(k+1)) seconds), each class ordered
+// by start, so that the spans overlapping a window are one range scan per
+// class. A class is stored like the change points, in chunks of up to 64
+// keys per btree item, so that the scan walks arrays. Each entry carries the span's end and the bounds of its nodes,
 // so a scan rejects spans outside the window or the node range without
 // reading them. "Which nodes are free throughout this window" merges the runs
 // of the spans overlapping it (in a scratch bitmap over the candidate nodes,
