@@ -49,17 +49,24 @@ type Instance struct {
 	path    string
 	cfg     Config
 	tl      *timeline.Timeline
-	queue   *btree.BTreeG[*Job] // pending jobs by priority
+	queue   *btree.BTreeG[*Job] // pending jobs by priority; change it through enqueueJob and dequeueJob
 	run     map[JobID]*Job      // running jobs
 	nplan   int                 // planned jobs
 	freed   bool                // resources freed since the last compression
 	blocked bool                // the last pass left an eligible job waiting
-	parent  *Instance
-	resv    *Resv       // the reservation this instance serves, if any
-	owner   string      // the user of a child job's instance, who alone (and admins) may use it
-	ended   bool        // a child whose window or job has ended
-	layer   []layerSpan // its maintenance layer (see maint.go)
-	sh      *shared
+	// nodeless counts the queued jobs that ask for no node (QPU slots
+	// only): while there are none, a pass stops once no node is free.
+	nodeless int
+	// pass numbers the scheduling passes; cut is set when the latest
+	// stopped before the end of the queue (see schedule).
+	pass   uint64
+	cut    bool
+	parent *Instance
+	resv   *Resv       // the reservation this instance serves, if any
+	owner  string      // the user of a child job's instance, who alone (and admins) may use it
+	ended  bool        // a child whose window or job has ended
+	layer  []layerSpan // its maintenance layer (see maint.go)
+	sh     *shared
 }
 
 // shared is the state of a whole instance tree.
@@ -399,6 +406,20 @@ func (in *Instance) nodeList() string {
 	return hostlist.Format(names)
 }
 
+// enqueueJob puts j in the pending queue (if not there yet).
+func (in *Instance) enqueueJob(j *Job) {
+	if _, had := in.queue.ReplaceOrInsert(j); !had && j.Spec.Nodes == 0 {
+		in.nodeless++
+	}
+}
+
+// dequeueJob takes j out of the pending queue (if there).
+func (in *Instance) dequeueJob(j *Job) {
+	if _, had := in.queue.Delete(j); had && j.Spec.Nodes == 0 {
+		in.nodeless--
+	}
+}
+
 // enqueue adds a new or requeued job to the pending queue.
 func (in *Instance) enqueue(now Time, j *Job) {
 	in.sh.jobs[j.ID] = j
@@ -418,13 +439,13 @@ func (in *Instance) enqueue(now Time, j *Job) {
 		in.sh.wakes.ReplaceOrInsert(wake{t: j.Spec.Begin, kind: wakeBegin, id: int64(j.ID)})
 	}
 	if msg, never := in.depState(j); never {
-		in.queue.ReplaceOrInsert(j)
+		in.enqueueJob(j)
 		in.finishPending(now, j, Cancelled, msg)
 		return
 	} else {
 		j.blockedBy = msg
 	}
-	in.queue.ReplaceOrInsert(j)
+	in.enqueueJob(j)
 	if !in.considerNew(now, j) {
 		in.dirty()
 	}
@@ -495,7 +516,7 @@ func (in *Instance) owned(who Actor, id JobID, verb string) (*Job, error) {
 // finishPending ends a pending job without running it.
 func (in *Instance) finishPending(now Time, j *Job, st State, reason string) {
 	in.unplan(j)
-	in.queue.Delete(j)
+	in.dequeueJob(j)
 	j.End = now
 	in.transition(now, j, st, reason)
 	in.jobEnded(now, j)

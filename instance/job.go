@@ -144,6 +144,7 @@ type Job struct {
 	blockedBy string // dependency reason while blocked
 	wait      waitKind
 	waitErr   error
+	seen      uint64 // the pass that last considered it (see Instance.waitOf)
 }
 
 func (j *Job) record(now Time, st State, reason string) {

@@ -24,7 +24,7 @@ const (
 
 // pendingReason is the sentence for a pending job's wait.
 func (in *Instance) pendingReason(j *Job) string {
-	switch j.wait {
+	switch in.waitOf(j) {
 	case waitHeld:
 		return fmt.Sprintf("held; release it with 'strata job update %d --release'", j.ID)
 	case waitDep:

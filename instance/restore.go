@@ -52,7 +52,7 @@ func (in *Instance) Restore(now Time, resvs []Resv, jobs []Job) (lost []JobID, e
 				in.sh.wakes.ReplaceOrInsert(wake{t: j.Spec.Begin, kind: wakeBegin, id: int64(j.ID)})
 			}
 			j.PlannedStart = 0
-			o.queue.ReplaceOrInsert(j)
+			o.enqueueJob(j)
 			o.dirty()
 		case Running:
 			if !o.restoreRunning(j) {

@@ -218,7 +218,7 @@ func (in *Instance) project(now Time, n int) *projection {
 		if len(p.jobs) >= n {
 			return false
 		}
-		if !j.planned && (j.wait == waitResources || j.wait == waitFCFS) {
+		if w := in.waitOf(j); !j.planned && (w == waitResources || w == waitFCFS) {
 			p.jobs = append(p.jobs, j)
 		}
 		return true

@@ -56,29 +56,66 @@ func (in *Instance) schedule(now Time) {
 		in.compress(now)
 		in.freed = false
 	}
-	w := walk{free: in.freeNodesAt(now)}
+	in.pass++
+	in.cut = false
+	w := walk{free: in.freeNodesAt(now), plannedLeft: in.nplan}
 	in.queue.Ascend(func(j *Job) bool {
 		in.consider(now, j, &w)
+		pol := in.cfg.Policy
+		noneCanStart := !pol.Backfill || w.free == 0 && in.nodeless == 0
+		if noneCanStart && w.blocked && w.plannedLeft == 0 && w.protected >= pol.Depth {
+			// Nothing behind can change now: no job behind can start
+			// (fcfs is blocked, or no node is free and every job asks
+			// for one), no plan is left to start or keep, and the
+			// policy plans no more. The jobs behind keep waiting, as
+			// waitOf reports, without being visited: on a full machine
+			// with a long queue that is most of the pass.
+			in.cut = true
+			return false
+		}
 		return true
 	})
 	for _, j := range w.started {
-		in.queue.Delete(j)
+		in.dequeueJob(j)
 	}
 	in.blocked = w.blocked
 }
 
+// waitOf returns why pending job j waits. A job the latest pass did not
+// reach (it stopped early, see schedule) waits for what the pass would have
+// found: its hold, its dependencies, the jobs ahead under fcfs, or resources.
+func (in *Instance) waitOf(j *Job) waitKind {
+	if !in.cut || j.seen == in.pass || j.planned {
+		return j.wait
+	}
+	switch {
+	case j.Spec.Hold:
+		return waitHeld
+	case j.blockedBy != "":
+		return waitDep
+	case !in.cfg.Policy.Backfill:
+		return waitFCFS
+	}
+	return waitResources
+}
+
 // walk is the state of one pass over the queue.
 type walk struct {
-	protected int    // jobs ahead holding a planned start
-	blocked   bool   // a job ahead could not start (fcfs stops there)
-	free      int    // nodes free now, an upper bound for any start now
-	started   []*Job // to remove from the queue after the walk
+	plannedLeft int    // planned jobs not yet reached
+	protected   int    // jobs ahead holding a planned start
+	blocked     bool   // a job ahead could not start (fcfs stops there)
+	free        int    // nodes free now, an upper bound for any start now
+	started     []*Job // to remove from the queue after the walk
 }
 
 // consider decides about pending job j in a pass: start it now, give it a
 // planned start, or leave it waiting, and note why.
 func (in *Instance) consider(now Time, j *Job, w *walk) {
 	pol := in.cfg.Policy
+	j.seen = in.pass
+	if j.planned {
+		w.plannedLeft--
+	}
 	switch {
 	case j.Spec.Hold:
 		in.unplan(j)
@@ -140,7 +177,7 @@ func (in *Instance) considerNew(now Time, j *Job) bool {
 	w := walk{protected: in.nplan, blocked: in.blocked, free: in.freeNodesAt(now)}
 	in.consider(now, j, &w)
 	for _, s := range w.started {
-		in.queue.Delete(s)
+		in.dequeueJob(s)
 	}
 	in.blocked = w.blocked
 	return true

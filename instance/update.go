@@ -84,7 +84,7 @@ func (in *Instance) Update(now Time, who Actor, id JobID, u Update) error {
 	// Commit.
 	src := j.inst
 	src.unplan(j)
-	src.queue.Delete(j)
+	src.dequeueJob(j)
 	src.dirty()
 	if u.Deps != nil {
 		in.dropDeps(j)
@@ -98,7 +98,7 @@ func (in *Instance) Update(now Time, who Actor, id JobID, u Update) error {
 		msg, never := target.depState(j)
 		j.blockedBy = msg
 		if never {
-			target.queue.ReplaceOrInsert(j)
+			target.enqueueJob(j)
 			target.finishPending(now, j, Cancelled, msg)
 			in.settle(now)
 			return nil
@@ -107,7 +107,7 @@ func (in *Instance) Update(now Time, who Actor, id JobID, u Update) error {
 	if spec.Begin > now {
 		in.sh.wakes.ReplaceOrInsert(wake{t: spec.Begin, kind: wakeBegin, id: int64(j.ID)})
 	}
-	target.queue.ReplaceOrInsert(j)
+	target.enqueueJob(j)
 	target.dirty()
 	in.sh.changed(j)
 	j.Events = append(j.Events, Event{Time: now, State: Pending, Reason: "updated by " + who.User})
