@@ -91,6 +91,7 @@ func (in *Instance) Update(now Time, who Actor, id JobID, u Update) error {
 	}
 	j.Spec = spec
 	j.inst, j.Path = target, target.path
+	j.seen = 0 // a pass of src's numbering says nothing in target
 	if u.Deps != nil {
 		for _, d := range spec.Deps {
 			in.sh.deps[d.Job] = append(in.sh.deps[d.Job], j.ID)
