@@ -129,7 +129,7 @@ type ichunk struct {
 }
 
 type ibox struct {
-	keys []ikey // sorted by ikeyLess, non-empty, at most maxKeys
+	keys []ikey // sorted by ikeyLess, non-empty, at most the capacity
 	own  *owner
 }
 

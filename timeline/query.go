@@ -409,9 +409,9 @@ func (t *Timeline) FreeNodes(start, end Time) NodeSet {
 //
 // It takes O(log spans + k + m) for the k spans overlapping the window and
 // the m that match (the matches are radix-sorted by ID); spans outside the
-// bounds of nodes are rejected from the index without being read, and a node
-// set of many runs is tested through a bitmap of its nodes. Not safe for concurrent use (see Timeline);
-// the nested calls fn makes are fine.
+// bounds of nodes are rejected from the index without being read, and a
+// node set of many runs is tested through a bitmap of its nodes. Not safe
+// for concurrent use (see Timeline); the nested calls fn makes are fine.
 func (t *Timeline) Overlapping(nodes NodeSet, start, end Time, fn func(Span) bool) {
 	found := t.found[:0]
 	t.found = nil // taken: a nested call from fn allocates its own
