@@ -33,12 +33,18 @@ func (b *nodeBits) set(lo, hi int32) int {
 	for lo < hi {
 		w := lo >> 6
 		end := min(hi, (w+1)<<6)
-		m := (^uint64(0) >> (64 - uint(end-lo))) << uint(lo&63)
+		m := wordBits(lo, end)
 		n += bits.OnesCount64(m &^ b.words[w])
 		b.words[w] |= m
 		lo = end
 	}
 	return n
+}
+
+// wordBits returns the bits of [lo, end) (relative to base) in the word
+// holding lo; end must not pass that word's end.
+func wordBits(lo, end int32) uint64 {
+	return (^uint64(0) >> (64 - uint(end-lo))) << uint(lo&63)
 }
 
 // anySet reports whether any bit of runs is set; runs may reach outside the
@@ -59,7 +65,7 @@ func (b *nodeBits) anyIn(lo, hi int32) bool {
 	for lo < hi {
 		w := lo >> 6
 		end := min(hi, (w+1)<<6)
-		if b.words[w]&((^uint64(0)>>(64-uint(end-lo)))<<uint(lo&63)) != 0 {
+		if b.words[w]&wordBits(lo, end) != 0 {
 			return true
 		}
 		lo = end
