@@ -21,6 +21,7 @@ func (r *Runtime) handler(path string) Handler {
 		api.OpJobs:      func(ctx context.Context, q Request) (any, error) { return r.jobs(ctx, q) },
 		api.OpWait:      func(ctx context.Context, q Request) (any, error) { return r.wait(ctx, q) },
 		api.OpResources: func(ctx context.Context, q Request) (any, error) { return r.resources(ctx, q) },
+		api.OpBookings:  func(ctx context.Context, q Request) (any, error) { return r.bookings(ctx, q) },
 	}
 	r.resvOps(m)
 	r.qpuOps(m)

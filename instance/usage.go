@@ -1,6 +1,7 @@
 package instance
 
 import (
+	"cmp"
 	"slices"
 	"sort"
 
@@ -95,3 +96,95 @@ func (in *Instance) Usage(now Time) ([]NodeUse, []PoolUse) {
 
 // NodeNames returns the names of the nodes of s, in index order.
 func (in *Instance) NodeNames(s timeline.NodeSet) []string { return in.names(s) }
+
+// BookingKind is what a Booking is.
+type BookingKind uint8
+
+const (
+	BookRunning BookingKind = iota // a running job, until its walltime
+	BookPlanned                    // a pending job's planned start
+	BookResv                       // a reservation granted by this instance
+	BookMaint                      // a maintenance reservation on its nodes
+)
+
+// Booking is one use of an instance's resources over [Start, End): what a
+// Gantt chart draws.
+type Booking struct {
+	Kind       BookingKind
+	Job        JobID  // running and planned
+	User       string // the job's owner
+	Resv       string // reservations
+	Start, End Time
+	Nodes      []string       // in index order
+	Slots      map[string]int // QPU slots per backend; nil if none
+}
+
+// Bookings returns what holds this instance's nodes and QPU slots at some
+// moment of [from, to): running jobs until their walltime, planned starts,
+// the reservations it granted (pending or active), and the maintenance
+// reservations on its nodes (as Usage shows them), ordered by start, then
+// kind, then job or reservation. It reads the timeline, so the answer is
+// exactly what the scheduler works with; it is empty when to <= from.
+func (in *Instance) Bookings(from, to Time) []Booking {
+	var out []Booking
+	if to <= from {
+		return out
+	}
+	bySeq := map[int64]*Resv{}
+	for _, r := range in.sh.resvs {
+		bySeq[r.Seq] = r
+	}
+	pools := in.tl.Pools()
+	in.tl.Overlapping(timeline.NodeSet{}, from, to, func(sp timeline.Span) bool {
+		b := Booking{Start: sp.Start, End: sp.End, Nodes: in.names(sp.Nodes)}
+		switch id := sp.ID; {
+		case id >= maintSpanBase:
+			return true // the maintenance layer: the reservations come below
+		case id >= resvSpanBase:
+			r := bySeq[int64(id-resvSpanBase)]
+			if r == nil {
+				return true
+			}
+			b.Kind, b.Resv = BookResv, r.Name
+		default:
+			j := in.sh.jobs[JobID(id)]
+			if j == nil {
+				return true
+			}
+			b.Kind, b.Job, b.User = BookPlanned, j.ID, j.Spec.User
+			if in.run[j.ID] != nil {
+				b.Kind = BookRunning
+			}
+		}
+		for i, n := range sp.Slots {
+			if n > 0 && i < len(pools) {
+				if b.Slots == nil {
+					b.Slots = map[string]int{}
+				}
+				b.Slots[pools[i].Name] = n
+			}
+		}
+		out = append(out, b)
+		return true
+	})
+	for _, r := range in.sh.resvs {
+		if !r.Maint || (r.State != resv.Pending && r.State != resv.Active) || r.End <= from || r.Start >= to {
+			continue
+		}
+		if nodes := in.nodeSetOf(r.NodeNames); !nodes.IsEmpty() {
+			out = append(out, Booking{Kind: BookMaint, Resv: r.Name, Start: r.Start, End: r.End, Nodes: in.names(nodes)})
+		}
+	}
+	slices.SortFunc(out, func(a, b Booking) int {
+		switch {
+		case a.Start != b.Start:
+			return cmp.Compare(a.Start, b.Start)
+		case a.Kind != b.Kind:
+			return cmp.Compare(a.Kind, b.Kind)
+		case a.Job != b.Job:
+			return cmp.Compare(a.Job, b.Job)
+		}
+		return cmp.Compare(a.Resv, b.Resv)
+	})
+	return out
+}

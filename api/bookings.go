@@ -1,0 +1,46 @@
+package api
+
+import "time"
+
+// OpBookings: BookingsRequest → BookingsReply. What an instance's nodes and
+// QPU slots are booked for over a window: the data of a Gantt chart
+// (strata resource gantt).
+const OpBookings = "bookings"
+
+// BookingsRequest asks for the bookings overlapping [From, To). A zero From
+// means now; a zero To means From plus 24 hours.
+type BookingsRequest struct {
+	From time.Time `json:"from,omitzero"`
+	To   time.Time `json:"to,omitzero"`
+}
+
+// Booking kinds.
+const (
+	BookingRunning = "running" // a running job, until its walltime
+	BookingPlanned = "planned" // a pending job's planned start
+	BookingResv    = "resv"    // a reservation (a DAT) of this instance
+	BookingMaint   = "maint"   // a maintenance reservation
+)
+
+// Booking is one use of resources over [Start, End).
+type Booking struct {
+	Kind  string         `json:"kind"`
+	Job   JobID          `json:"job,omitempty"`
+	User  string         `json:"user,omitempty"` // the job's owner
+	Resv  string         `json:"resv,omitempty"` // the reservation's name
+	Start time.Time      `json:"start"`
+	End   time.Time      `json:"end"`
+	Nodes string         `json:"nodes,omitempty"` // a hostlist
+	Slots map[string]int `json:"slots,omitempty"`
+}
+
+// BookingsReply is the window asked for (From and To filled in), the
+// instance's nodes in index order and QPU backends, and the bookings that
+// overlap the window, by start.
+type BookingsReply struct {
+	From     time.Time   `json:"from"`
+	To       time.Time   `json:"to"`
+	Nodes    []string    `json:"nodes"`
+	QPUs     []QPUStatus `json:"qpus,omitempty"` // Total only
+	Bookings []Booking   `json:"bookings"`
+}

@@ -1,0 +1,72 @@
+package broker
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/strata-hpc/strata/api"
+	"github.com/strata-hpc/strata/instance"
+	"github.com/strata-hpc/strata/internal/hostlist"
+)
+
+// maxBookingsWindow bounds the window of a bookings request.
+const maxBookingsWindow = 366 * 24 * time.Hour
+
+var bookingKinds = map[instance.BookingKind]string{
+	instance.BookRunning: api.BookingRunning,
+	instance.BookPlanned: api.BookingPlanned,
+	instance.BookResv:    api.BookingResv,
+	instance.BookMaint:   api.BookingMaint,
+}
+
+// bookings answers OpBookings: what holds the instance's nodes and QPU
+// slots over a window. Every user sees every booking, as resource list shows
+// every node's job; the owner's name only on their own jobs (admins: all).
+func (r *Runtime) bookings(_ context.Context, q Request) (any, error) {
+	var br api.BookingsRequest
+	if err := q.Decode(&br); err != nil {
+		return nil, err
+	}
+	from, to := br.From, br.To
+	if from.IsZero() {
+		from = time.Now()
+	}
+	if to.IsZero() {
+		to = from.Add(24 * time.Hour)
+	}
+	switch {
+	case !to.After(from):
+		return nil, api.Errorf(api.CodeInvalidArgument, "the window ends (%s) before it starts (%s); ask for a window of positive length", to.UTC().Format(time.RFC3339), from.UTC().Format(time.RFC3339))
+	case to.Sub(from) > maxBookingsWindow:
+		return nil, api.Errorf(api.CodeInvalidArgument, "a window of %s is too long; ask for at most 366 days", to.Sub(from).Round(time.Hour))
+	}
+	// Whole seconds, as the scheduler counts: every second the window touches.
+	f := instance.Time(from.Unix())
+	t := instance.Time(to.Add(time.Second - time.Nanosecond).Unix())
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	inst, ok := r.in.Child(q.Path)
+	if !ok {
+		return nil, api.Errorf(api.CodeNotFound, "no instance %s", q.Path)
+	}
+	nodes, pools := inst.Usage(r.now())
+	out := api.BookingsReply{From: from.UTC(), To: to.UTC(), Nodes: make([]string, len(nodes)), Bookings: []api.Booking{}}
+	for i, n := range nodes {
+		out.Nodes[i] = n.Name
+	}
+	sort.Slice(pools, func(a, b int) bool { return pools[a].Name < pools[b].Name })
+	for _, p := range pools {
+		out.QPUs = append(out.QPUs, api.QPUStatus{Name: p.Name, Total: p.Total})
+	}
+	for _, b := range inst.Bookings(f, t) {
+		ab := api.Booking{Kind: bookingKinds[b.Kind], Job: api.JobID(b.Job), Resv: b.Resv,
+			Start: unix(b.Start), End: unix(b.End), Nodes: hostlist.Format(b.Nodes), Slots: b.Slots}
+		if q.Admin || b.User == q.User {
+			ab.User = b.User
+		}
+		out.Bookings = append(out.Bookings, ab)
+	}
+	return out, nil
+}
