@@ -26,7 +26,7 @@ func resourceCommand() *cli.Command {
 				"every node.",
 			Flags:  []cli.Flag{jsonFlag()},
 			Action: runResourceList,
-		}},
+		}, ganttCommand()},
 	}
 }
 
