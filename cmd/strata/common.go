@@ -101,7 +101,7 @@ func guard(a cli.ActionFunc) cli.ActionFunc {
 	return func(c *cli.Context) (err error) {
 		defer func() {
 			if r := recover(); r != nil {
-				msg := fmt.Sprintf("internal error in 'strata %s': %v; please report it (STRATA_DEBUG=1 shows where it happened)", c.Command.FullName(), r)
+				msg := fmt.Sprintf("internal error in '%s': %v; please report it (STRATA_DEBUG=1 shows where it happened)", cmdName(c), r)
 				if os.Getenv("STRATA_DEBUG") == "1" {
 					msg += "\n" + string(debug.Stack())
 				}
@@ -143,9 +143,13 @@ func dial(c *cli.Context) (*client.Client, error) {
 }
 
 // noArgs refuses arguments to a command that takes none.
+// cmdName is the command as typed, "strata qpu status": for messages.
+// (urfave/cli's FullName leaves out the parent commands of a subcommand.)
+func cmdName(c *cli.Context) string { return c.Command.HelpName }
+
 func noArgs(c *cli.Context) error {
 	if c.NArg() > 0 {
-		return usageErr(fmt.Errorf("'strata %s' takes no arguments, got %q", c.Command.FullName(), c.Args().Slice()))
+		return usageErr(fmt.Errorf("'%s' takes no arguments, got %q", cmdName(c), c.Args().Slice()))
 	}
 	return nil
 }

@@ -554,6 +554,22 @@ func TestE2E(t *testing.T) {
 		if out := b.must("alice", "resource", "list"); !strings.Contains(out, "STATE") || !strings.Contains(out, "free") || !strings.Contains(out, "qpu0") {
 			t.Errorf("resource list:\n%s", out)
 		}
+		// The Gantt chart: the physics reservation on node3, from the broker.
+		var bk api.BookingsReply
+		if err := json.Unmarshal([]byte(b.must("alice", "resource", "gantt", "--for", "2h", "--json")), &bk); err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, x := range bk.Bookings {
+			found = found || (x.Kind == api.BookingResv && x.Resv == "physics" && x.Nodes == "node3")
+		}
+		if len(bk.Nodes) != 4 || bk.To.Sub(bk.From) != 2*time.Hour || (resvErr == nil && !found) {
+			t.Errorf("resource gantt --json: %+v", bk)
+		}
+		if out := b.must("alice", "resource", "gantt", "--width", "40"); !strings.Contains(out, "node3") || !strings.Contains(out, "qpu0 (4 slots)") || (resvErr == nil && !strings.Contains(out, "reservation physics")) {
+			t.Errorf("resource gantt:\n%s", out)
+		}
+		b.expect(t, "alice", 2, []string{"--width", "10 to 400"}, "resource", "gantt", "--width", "3")
 	})
 
 	t.Run("uri", func(t *testing.T) {

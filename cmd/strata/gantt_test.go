@@ -292,7 +292,7 @@ func TestGanttFlagErrors(t *testing.T) {
 		{[]string{"--for", "400d"}, `--for: window "400d" is longer than 366 days: give at most 366d`},
 		{[]string{"--from", "garbage"}, `--from: cannot read time "garbage": use RFC 3339 (2026-12-03T17:00:00Z), now, now+2h, +30m or HH:MM`},
 		{[]string{"--width", "wide"}, `invalid value "wide" for flag -width`},
-		{[]string{"now"}, "takes no arguments, got [\"now\"]"},
+		{[]string{"now"}, "'strata resource gantt' takes no arguments, got [\"now\"]"},
 	} {
 		_, errOut, code := runApp(t, append([]string{"resource", "gantt"}, tc.args...)...)
 		if code != 2 || !strings.Contains(errOut, tc.err) {

@@ -145,7 +145,7 @@ func jobCommand() *cli.Command {
 // oneJobID reads the single job ID argument of a command.
 func oneJobID(c *cli.Context) (api.JobID, error) {
 	if c.NArg() != 1 {
-		return 0, usageErr(fmt.Errorf("'strata %s' takes one job ID, got %d arguments", c.Command.FullName(), c.NArg()))
+		return 0, usageErr(fmt.Errorf("'%s' takes one job ID, got %d arguments", cmdName(c), c.NArg()))
 	}
 	id, err := parseJobID(c.Args().First())
 	if err != nil {
@@ -316,7 +316,7 @@ func runJobUpdate(c *cli.Context) error {
 // jobIDArgs reads the job ID arguments of cancel and wait.
 func jobIDArgs(c *cli.Context) ([]api.JobID, error) {
 	if c.NArg() == 0 {
-		return nil, usageErr(fmt.Errorf("'strata %s' needs at least one job ID", c.Command.FullName()))
+		return nil, usageErr(fmt.Errorf("'%s' needs at least one job ID", cmdName(c)))
 	}
 	ids, err := parseJobIDArgs(c.Args().Slice())
 	if err != nil {

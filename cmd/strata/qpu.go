@@ -231,7 +231,7 @@ func parseSessionArg(s string) error {
 // oneQPUJobID reads the single QPU job ID argument of a command.
 func oneQPUJobID(c *cli.Context) (uint64, error) {
 	if c.NArg() != 1 {
-		return 0, usageErr(fmt.Errorf("'strata %s' takes one QPU job ID, got %d arguments", c.Command.FullName(), c.NArg()))
+		return 0, usageErr(fmt.Errorf("'%s' takes one QPU job ID, got %d arguments", cmdName(c), c.NArg()))
 	}
 	id, err := parseQPUJobID(c.Args().First())
 	if err != nil {
@@ -243,7 +243,7 @@ func oneQPUJobID(c *cli.Context) (uint64, error) {
 // oneBackend reads the single backend name argument of a command.
 func oneBackend(c *cli.Context) (string, error) {
 	if c.NArg() != 1 {
-		return "", usageErr(fmt.Errorf("'strata %s' takes one QPU backend name, got %d arguments", c.Command.FullName(), c.NArg()))
+		return "", usageErr(fmt.Errorf("'%s' takes one QPU backend name, got %d arguments", cmdName(c), c.NArg()))
 	}
 	name := c.Args().First()
 	if err := parseBackendName(name); err != nil {

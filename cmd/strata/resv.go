@@ -565,7 +565,7 @@ func printKilled(w io.Writer, jobs []api.KilledJob) {
 // oneResvName reads the single reservation name argument of a command.
 func oneResvName(c *cli.Context) (string, error) {
 	if c.NArg() != 1 {
-		return "", usageErr(fmt.Errorf("'strata %s' takes one reservation name, got %d arguments", c.Command.FullName(), c.NArg()))
+		return "", usageErr(fmt.Errorf("'%s' takes one reservation name, got %d arguments", cmdName(c), c.NArg()))
 	}
 	name := c.Args().First()
 	if err := resv.ValidName("reservation", name); err != nil {
