@@ -47,9 +47,9 @@ func (r *Runtime) bookings(_ context.Context, q Request) (any, error) {
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	inst, ok := r.in.Child(q.Path)
-	if !ok {
-		return nil, api.Errorf(api.CodeNotFound, "no instance %s", q.Path)
+	inst, err := r.instanceOf(q)
+	if err != nil {
+		return nil, err
 	}
 	nodes, pools := inst.Usage(r.now())
 	out := api.BookingsReply{From: from.UTC(), To: to.UTC(), Nodes: make([]string, len(nodes)), Bookings: []api.Booking{}}

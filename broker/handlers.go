@@ -28,6 +28,16 @@ func (r *Runtime) handler(path string) Handler {
 	return m
 }
 
+// instanceOf returns the instance a request is addressed to. r.mu must be
+// held.
+func (r *Runtime) instanceOf(q Request) (*instance.Instance, error) {
+	inst, ok := r.in.Child(q.Path)
+	if !ok {
+		return nil, api.Errorf(api.CodeNotFound, "no instance %s", q.Path)
+	}
+	return inst, nil
+}
+
 func actor(q Request) instance.Actor { return instance.Actor{User: q.User, Admin: q.Admin} }
 
 func (r *Runtime) submit(ctx context.Context, q Request) (any, error) {
@@ -179,9 +189,9 @@ func (r *Runtime) jobs(_ context.Context, q Request) (any, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	inst, ok := r.in.Child(q.Path)
-	if !ok {
-		return nil, api.Errorf(api.CodeNotFound, "no instance %s", q.Path)
+	inst, err := r.instanceOf(q)
+	if err != nil {
+		return nil, err
 	}
 	out := api.JobsReply{Jobs: []api.Job{}}
 	for _, j := range inst.Jobs(func(j *instance.Job) bool {
@@ -237,9 +247,9 @@ func (r *Runtime) wait(ctx context.Context, q Request) (any, error) {
 func (r *Runtime) resources(_ context.Context, q Request) (any, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	inst, ok := r.in.Child(q.Path)
-	if !ok {
-		return nil, api.Errorf(api.CodeNotFound, "no instance %s", q.Path)
+	inst, err := r.instanceOf(q)
+	if err != nil {
+		return nil, err
 	}
 	nodes, pools := inst.Usage(r.now())
 	out := api.ResourcesReply{Nodes: make([]api.NodeStatus, len(nodes))}

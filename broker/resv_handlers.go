@@ -82,9 +82,9 @@ func (r *Runtime) resvCreate(ctx context.Context, q Request) (any, error) {
 		spec.NodeList = names
 	}
 	return r.do(ctx, func(now instance.Time) (any, error) {
-		inst, ok := r.in.Child(q.Path)
-		if !ok {
-			return nil, api.Errorf(api.CodeNotFound, "no instance %s", q.Path)
+		inst, err := r.instanceOf(q)
+		if err != nil {
+			return nil, err
 		}
 		if cr.DryRun {
 			if err := spec.Validate(now); err != nil {
@@ -268,9 +268,9 @@ func (r *Runtime) resvPlan(_ context.Context, q Request) (any, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	inst, ok := r.in.Child(q.Path)
-	if !ok {
-		return nil, api.Errorf(api.CodeNotFound, "no instance %s", q.Path)
+	inst, err := r.instanceOf(q)
+	if err != nil {
+		return nil, err
 	}
 	after := r.now() + 1
 	if !pr.After.IsZero() {
