@@ -143,6 +143,16 @@ func dial(c *cli.Context) (*client.Client, error) {
 }
 
 // noArgs refuses arguments to a command that takes none.
+// slotList writes QPU slots by backend as the flags take them, NAME:N,
+// sorted by name; nil when there are none.
+func slotList(slots map[string]int) []string {
+	var out []string
+	for _, name := range slices.Sorted(mapKeys(slots)) {
+		out = append(out, fmt.Sprintf("%s:%d", name, slots[name]))
+	}
+	return out
+}
+
 // cmdName is the command as typed, "strata qpu status": for messages.
 // (urfave/cli's FullName leaves out the parent commands of a subcommand.)
 func cmdName(c *cli.Context) string { return c.Command.HelpName }

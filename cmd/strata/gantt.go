@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -452,8 +451,8 @@ func ganttWhere(b api.Booking, note string) string {
 	if b.Nodes != "" {
 		parts = append(parts, oneLine(b.Nodes))
 	}
-	for _, name := range slices.Sorted(mapKeys(b.Slots)) {
-		parts = append(parts, fmt.Sprintf("%s:%d", oneLine(name), b.Slots[name]))
+	for _, s := range slotList(b.Slots) {
+		parts = append(parts, oneLine(s))
 	}
 	if len(parts) == 0 {
 		parts = append(parts, "-")

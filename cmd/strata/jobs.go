@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -182,10 +181,7 @@ func printJob(w io.Writer, j api.Job) {
 	for _, d := range j.Dependencies {
 		deps = append(deps, fmt.Sprintf("%s:%d", d.Type, d.Job))
 	}
-	var qpus []string
-	for _, name := range slices.Sorted(mapKeys(j.QPU)) {
-		qpus = append(qpus, fmt.Sprintf("%s:%d", name, j.QPU[name]))
-	}
+	qpus := slotList(j.QPU)
 	rows := [][2]string{
 		{"id", j.ID.String()},
 		{"user", cell(j.User)},

@@ -505,10 +505,7 @@ func plural(n int, what string) string {
 // one per line under its JSON name, "-" for unset ones.
 func printResvFields(w io.Writer, rv api.Resv) {
 	tw := newTable(w)
-	var qpus []string
-	for _, name := range slices.Sorted(mapKeys(rv.QPU)) {
-		qpus = append(qpus, fmt.Sprintf("%s:%d", name, rv.QPU[name]))
-	}
+	qpus := slotList(rv.QPU)
 	grace := "-"
 	if rv.GraceS > 0 {
 		grace = secondsText(rv.GraceS)
@@ -588,10 +585,7 @@ func printResvs(w io.Writer, rvs []api.Resv) {
 	tw := newTable(w)
 	fmt.Fprintln(tw, "NAME\tSTATE\tSTART\tEND\tNODES\tQPU\tUSERS\tOVERLAP\tKILLED\tKIND")
 	for _, rv := range rvs {
-		var qpus []string
-		for _, name := range slices.Sorted(mapKeys(rv.QPU)) {
-			qpus = append(qpus, fmt.Sprintf("%s:%d", name, rv.QPU[name]))
-		}
+		qpus := slotList(rv.QPU)
 		kind := "dat"
 		if rv.Maint {
 			kind = "maint"
