@@ -7,6 +7,10 @@ import "time"
 // (strata resource gantt).
 const OpBookings = "bookings"
 
+// MaxBookingsWindow bounds the window of a bookings request: a year, and a
+// day for leap years.
+const MaxBookingsWindow = 366 * 24 * time.Hour
+
 // BookingsRequest asks for the bookings overlapping [From, To). A zero From
 // means now; a zero To means From plus 24 hours.
 type BookingsRequest struct {

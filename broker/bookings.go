@@ -10,9 +10,6 @@ import (
 	"github.com/strata-hpc/strata/internal/hostlist"
 )
 
-// maxBookingsWindow bounds the window of a bookings request.
-const maxBookingsWindow = 366 * 24 * time.Hour
-
 var bookingKinds = map[instance.BookingKind]string{
 	instance.BookRunning: api.BookingRunning,
 	instance.BookPlanned: api.BookingPlanned,
@@ -38,7 +35,7 @@ func (r *Runtime) bookings(_ context.Context, q Request) (any, error) {
 	switch {
 	case !to.After(from):
 		return nil, api.Errorf(api.CodeInvalidArgument, "the window ends (%s) before it starts (%s); ask for a window of positive length", to.UTC().Format(time.RFC3339), from.UTC().Format(time.RFC3339))
-	case to.Sub(from) > maxBookingsWindow:
+	case to.Sub(from) > api.MaxBookingsWindow:
 		return nil, api.Errorf(api.CodeInvalidArgument, "a window of %s is too long; ask for at most 366 days", to.Sub(from).Round(time.Hour))
 	}
 	// Whole seconds, as the scheduler counts: every second the window touches.

@@ -21,7 +21,6 @@ const (
 	ganttDefaultWidth = 72
 	ganttMinWidth     = 10
 	ganttMaxWidth     = 400
-	ganttMaxWindow    = 366 * 24 * time.Hour
 )
 
 func ganttCommand() *cli.Command {
@@ -84,7 +83,7 @@ func ganttRequest(from, length string, width int, now time.Time) (api.BookingsRe
 		if err != nil {
 			return r, flagErr("--for", err)
 		}
-		if secs > int64(ganttMaxWindow/time.Second) {
+		if secs > int64(api.MaxBookingsWindow/time.Second) {
 			return r, flagErr("--for", fmt.Errorf("window %q is longer than 366 days: give at most 366d, and move --from to see later bookings", length))
 		}
 		window = time.Duration(secs) * time.Second
