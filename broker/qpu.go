@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,14 +15,11 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/strata-hpc/strata/api"
+	"github.com/strata-hpc/strata/broker/store"
 	"github.com/strata-hpc/strata/instance"
 	"github.com/strata-hpc/strata/qpu"
 	"github.com/strata-hpc/strata/resv"
 )
-
-// QPUBucket holds the QPU scheduler's records: "job.ID" (a qpu.Job),
-// "session.PATH.BACKEND" (a qpu.Session) and "backend.NAME" (a qpu.Backend).
-const QPUBucket = "strata_qpu"
 
 // qpuRuntime is the runtime's QPU side: the scheduler core, and what
 // waits on it. Everything in it is guarded by Runtime.mu.
@@ -85,33 +81,11 @@ func (r *Runtime) startQPU() error {
 // restoreQPU loads the QPU records and ends the sessions whose holders are
 // gone. It runs under r.mu, after the core's restore.
 func (r *Runtime) restoreQPU(ctx context.Context) error {
-	var (
-		backs []qpu.Backend
-		sess  []qpu.Session
-		jobs  []qpu.Job
-	)
-	err := r.loadAll(ctx, QPUBucket, func(data []byte) error {
-		var probe struct {
-			ID  *uint64         `json:"id"`
-			Key *qpu.SessionKey `json:"key"`
-		}
-		if err := json.Unmarshal(data, &probe); err != nil {
-			return err
-		}
-		switch {
-		case probe.ID != nil:
-			jobs = append(jobs, qpu.Job{})
-			return json.Unmarshal(data, &jobs[len(jobs)-1])
-		case probe.Key != nil:
-			sess = append(sess, qpu.Session{})
-			return json.Unmarshal(data, &sess[len(sess)-1])
-		}
-		backs = append(backs, qpu.Backend{})
-		return json.Unmarshal(data, &backs[len(backs)-1])
-	})
-	if err != nil {
+	var recs store.QPURecords
+	if err := r.loadAll(ctx, QPUBucket, recs.DecodeQPU); err != nil {
 		return err
 	}
+	backs, sess, jobs := recs.Backends, recs.Sessions, recs.Jobs
 	if err := r.qp.s.Restore(qpuNow(), backs, sess, jobs); err != nil {
 		return fmt.Errorf("broker: restore QPU state: %w", err)
 	}
@@ -210,7 +184,7 @@ func (r *Runtime) applyQPU() {
 		}
 		for _, id := range rd.Jobs {
 			j, _ := r.qp.s.Job(id)
-			r.qp.recs = append(r.qp.recs, record{bucket: QPUBucket, key: "job." + strconv.FormatUint(uint64(id), 10), v: j})
+			r.qp.recs = append(r.qp.recs, record{bucket: QPUBucket, key: store.QPUJobKey(id), v: store.FromQPUJob(j)})
 			if j.State.Final() {
 				for _, c := range r.qp.results[id] {
 					close(c)
@@ -220,13 +194,13 @@ func (r *Runtime) applyQPU() {
 		}
 		for _, k := range rd.Sessions {
 			ss, _ := r.qp.s.Session(k)
-			r.qp.recs = append(r.qp.recs, record{bucket: QPUBucket, key: "session." + k.Path + "." + k.Backend, v: ss})
+			r.qp.recs = append(r.qp.recs, record{bucket: QPUBucket, key: store.QPUSessionKey(k), v: store.FromQPUSession(ss)})
 		}
 		if len(rd.Backends) > 0 {
 			for _, st := range r.qp.s.Status() {
 				for _, n := range rd.Backends {
 					if n == st.Name {
-						r.qp.recs = append(r.qp.recs, record{bucket: QPUBucket, key: "backend." + n, v: st.Backend})
+						r.qp.recs = append(r.qp.recs, record{bucket: QPUBucket, key: store.QPUBackendKey(n), v: store.FromQPUBackend(st.Backend)})
 					}
 				}
 			}

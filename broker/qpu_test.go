@@ -528,3 +528,45 @@ func TestQPUPullWaits(t *testing.T) {
 		t.Fatalf("the waiting pull got %+v, want job %d", task, qj.ID)
 	}
 }
+
+// TestQPURestartAfterKeyedJob is the regression of issue 10's first
+// finding: a QPU job submitted with an idempotency key (as the CLI always
+// does) made every later start fail ("cannot unmarshal string into ...
+// qpu.SessionKey"). The broker restarts on the same state, the finished
+// QPU job and its result are still there, and a retry with the same key
+// returns it.
+func TestQPURestartAfterKeyedJob(t *testing.T) {
+	dir := t.TempDir()
+	b, rt := qpuRuntime(t, dir)
+	alice := userClient(t, b, "alice")
+	ctx := context.Background()
+	stop := startExecutor(t, b, "ex1", 5*time.Millisecond)
+	var holder api.Job
+	if err := alice.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 1, Walltime: 60, QPU: map[string]int{"qpu0": 1}, Command: []string{"sleep", "30"}, Cwd: t.TempDir()}, &holder); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, alice, holder.ID, api.JobRunning)
+	req := api.QPUSubmitRequest{Backend: "qpu0", Shots: 100, Payload: []byte("h q0; cx q0 q1"), Job: holder.ID, Key: "cli-7f3a"}
+	var qj api.QPUJob
+	if err := alice.Call(ctx, api.OpQPUSubmit, req, &qj); err != nil {
+		t.Fatal(err)
+	}
+	done := qpuWait(t, alice, qj.ID)
+	stop()
+	rt.Close()
+	b.Shutdown()
+
+	b2, _ := qpuRuntime(t, dir) // fails here without the fix
+	alice2 := userClient(t, b2, "alice")
+	var again api.QPUJob
+	if err := alice2.Call(ctx, api.OpQPUResult, api.QPUResultRequest{ID: qj.ID}, &again); err != nil {
+		t.Fatal(err)
+	}
+	if again.State != done.State || again.Result == nil || len(again.Result.Counts) == 0 {
+		t.Errorf("QPU job after restart: %+v, want %s with its counts", again, done.State)
+	}
+	var retry api.QPUJob
+	if err := alice2.Call(ctx, api.OpQPUSubmit, req, &retry); err != nil || retry.ID != qj.ID {
+		t.Errorf("retry with the same key after restart: job %d, %v; want job %d", retry.ID, err, qj.ID)
+	}
+}

@@ -18,15 +18,19 @@ import (
 
 	"github.com/strata-hpc/strata/api"
 	"github.com/strata-hpc/strata/broker/executor"
+	"github.com/strata-hpc/strata/broker/store"
 	"github.com/strata-hpc/strata/instance"
 	"github.com/strata-hpc/strata/internal/hostlist"
 	"github.com/strata-hpc/strata/timeline"
 )
 
-// Buckets of the runtime's durable state.
+// Buckets of the runtime's durable state; package store owns their
+// records.
 const (
-	JobsBucket  = "strata_jobs"  // key: job ID; value: a jobRecord in JSON
-	ResvsBucket = "strata_resvs" // key: reservation name; value: an instance.Resv in JSON
+	JobsBucket  = store.JobsBucket  // key: job ID; value: a store.Job
+	ResvsBucket = store.ResvsBucket // key: reservation name; value: a store.Resv
+	QPUBucket   = store.QPUBucket   // keys job.ID, session.PATH.BACKEND, backend.NAME
+	MetaBucket  = store.MetaBucket  // key "ids": a store.IDs
 )
 
 // Resources is what the root instance manages and how.
@@ -109,22 +113,7 @@ const maxExitBatch = 256
 
 // jobMeta is what the runtime keeps of a job beyond the core's record:
 // how to run it, and how to find its processes again.
-type jobMeta struct {
-	Command []string          `json:"command"`
-	Cwd     string            `json:"cwd"`
-	Env     map[string]string `json:"env,omitempty"`
-	Stdout  string            `json:"stdout,omitempty"`
-	Stderr  string            `json:"stderr,omitempty"`
-	Exec    *executor.Record  `json:"exec,omitempty"`
-	Key     string            `json:"key,omitempty"` // the submission's idempotency key
-}
-
-// jobRecord is a job as persisted.
-type jobRecord struct {
-	V    int          `json:"v"`
-	Job  instance.Job `json:"job"`
-	Meta jobMeta      `json:"meta"`
-}
+type jobMeta = store.Meta
 
 // RunInstances starts the runtime on a started broker: it restores the
 // durable state (reservations and jobs, re-adopting the processes of
@@ -205,9 +194,9 @@ func (r *Runtime) now() instance.Time { return instance.Time(time.Now().Unix()) 
 // processes of running jobs.
 func (r *Runtime) restore(ctx context.Context) error {
 	var resvs []instance.Resv
-	if err := r.loadAll(ctx, ResvsBucket, func(data []byte) error {
-		var rv instance.Resv
-		if err := json.Unmarshal(data, &rv); err != nil {
+	if err := r.loadAll(ctx, ResvsBucket, func(key string, data []byte) error {
+		rv, err := store.DecodeResv(key, data)
+		if err != nil {
 			return err
 		}
 		resvs = append(resvs, rv)
@@ -216,17 +205,16 @@ func (r *Runtime) restore(ctx context.Context) error {
 		return err
 	}
 	var jobs []instance.Job
-	if err := r.loadAll(ctx, JobsBucket, func(data []byte) error {
-		var rec jobRecord
-		if err := json.Unmarshal(data, &rec); err != nil {
+	if err := r.loadAll(ctx, JobsBucket, func(key string, data []byte) error {
+		j, m, err := store.DecodeJob(key, data)
+		if err != nil {
 			return err
 		}
-		m := rec.Meta
-		r.meta[rec.Job.ID] = &m
+		r.meta[j.ID] = &m
 		if m.Key != "" {
-			r.keys[rec.Job.Spec.User+"\x00"+m.Key] = rec.Job.ID
+			r.keys[j.Spec.User+"\x00"+m.Key] = j.ID
 		}
-		jobs = append(jobs, rec.Job)
+		jobs = append(jobs, j)
 		return nil
 	}); err != nil {
 		return err
@@ -283,7 +271,7 @@ func (r *Runtime) restore(ctx context.Context) error {
 }
 
 // loadAll calls fn with the latest value of every key of bucket.
-func (r *Runtime) loadAll(ctx context.Context, bucket string, fn func([]byte) error) error {
+func (r *Runtime) loadAll(ctx context.Context, bucket string, fn func(key string, data []byte) error) error {
 	kv, err := r.b.js.KeyValue(ctx, bucket)
 	if err != nil {
 		return err
@@ -297,8 +285,8 @@ func (r *Runtime) loadAll(ctx context.Context, bucket string, fn func([]byte) er
 		if e == nil {
 			return nil
 		}
-		if err := fn(e.Value()); err != nil {
-			return fmt.Errorf("broker: restore %s/%s: %w", bucket, e.Key(), err)
+		if err := fn(e.Key(), e.Value()); err != nil {
+			return fmt.Errorf("broker: cannot restore the state: %w", err)
 		}
 	}
 	return ctx.Err()
@@ -424,15 +412,15 @@ func (r *Runtime) output() output {
 			if !ok {
 				continue
 			}
-			rec := jobRecord{V: 1, Job: j}
-			if m := r.meta[id]; m != nil {
-				rec.Meta = *m // its fields are replaced, never changed in place
+			var m jobMeta
+			if mp := r.meta[id]; mp != nil {
+				m = *mp // its fields are replaced, never changed in place
 			}
-			b.recs = append(b.recs, record{bucket: JobsBucket, key: strconv.FormatInt(int64(id), 10), v: rec})
+			b.recs = append(b.recs, record{bucket: JobsBucket, key: store.JobKey(id), v: store.FromJob(j, m)})
 		}
 		for _, name := range r.dirtyResvs {
 			if rv, ok := r.in.Resv(name); ok {
-				b.recs = append(b.recs, record{bucket: ResvsBucket, key: name, v: rv})
+				b.recs = append(b.recs, record{bucket: ResvsBucket, key: name, v: store.FromResv(rv)})
 			}
 		}
 		b.recs = append(b.recs, r.qp.recs...)
@@ -452,7 +440,7 @@ func (r *Runtime) output() output {
 // record is one record to persist, copied under the lock.
 type record struct {
 	bucket, key string
-	v           any // jobRecord or instance.Resv
+	v           any // a record type of package store
 }
 
 // batch is the records of one input, queued for the committer while the

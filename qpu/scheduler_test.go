@@ -111,10 +111,9 @@ func TestFIFOAndNoHoardedCredit(t *testing.T) {
 		t.Fatalf("order %v, want FIFO %v", got, ids)
 	}
 	// b was idle for 5 s; now both are busy.
-	var a, b []JobID
 	for range 4 {
-		a = append(a, submit(t, s, now, "alice", "root.a"))
-		b = append(b, submit(t, s, now, "bob", "root.b"))
+		submit(t, s, now, "alice", "root.a")
+		submit(t, s, now, "bob", "root.b")
 	}
 	got = drive(t, s, &now, 8, func(JobID) int64 { return 1000 })
 	// Alternating, not four of b's first.
