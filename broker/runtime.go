@@ -21,6 +21,7 @@ import (
 	"github.com/strata-hpc/strata/broker/store"
 	"github.com/strata-hpc/strata/instance"
 	"github.com/strata-hpc/strata/internal/hostlist"
+	"github.com/strata-hpc/strata/qpu"
 	"github.com/strata-hpc/strata/timeline"
 )
 
@@ -103,6 +104,11 @@ type Runtime struct {
 	done     chan struct{}
 
 	qp qpuRuntime // the QPU scheduler and what waits on it
+
+	// savedIDs is the last IDs record queued for the store; idsDirty
+	// says it must go out with the next records.
+	savedIDs store.IDs
+	idsDirty bool
 }
 
 // maxStarts bounds the executor starts in flight at once.
@@ -168,7 +174,7 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 	}
 	ctx, cancel := context.WithTimeout(b.ctx, b.opts.StartTimeout)
 	defer cancel()
-	for _, bucket := range []string{JobsBucket, ResvsBucket, QPUBucket} {
+	for _, bucket := range []string{JobsBucket, ResvsBucket, QPUBucket, MetaBucket} {
 		if _, err := b.KeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, Description: "Strata " + bucket}); err != nil {
 			return nil, err
 		}
@@ -219,6 +225,24 @@ func (r *Runtime) restore(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	if err := r.loadAll(ctx, MetaBucket, func(key string, data []byte) error {
+		if key != store.IDsKey {
+			return nil
+		}
+		ids, err := store.DecodeIDs(data)
+		r.savedIDs = ids
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := r.checkLost(ctx); err != nil {
+		return err
+	}
+	if int64(len(jobs)) < r.savedIDs.Jobs {
+		return fmt.Errorf("broker: the store lost job records: %s holds %d jobs, but %d were recorded (last job ID %d): "+
+			"jobs that were acknowledged are gone; restore the state directory from a backup (the broker will not serve a partial state)",
+			JobsBucket, len(jobs), r.savedIDs.Jobs, r.savedIDs.Job)
+	}
 	r.mu.Lock()
 	locked := true
 	defer func() {
@@ -227,6 +251,8 @@ func (r *Runtime) restore(ctx context.Context) error {
 		}
 	}()
 	now := r.now()
+	r.in.SkipIDs(instance.JobID(r.savedIDs.Job))
+	r.qp.s.SkipIDs(qpu.JobID(r.savedIDs.QPUJob))
 	lost, err := r.in.Restore(now, resvs, jobs)
 	if err != nil {
 		return fmt.Errorf("broker: restore: %w", err)
@@ -405,7 +431,15 @@ type output struct {
 // batch and run the starts itself).
 func (r *Runtime) output() output {
 	var out output
-	if len(r.dirtyJobs) > 0 || len(r.dirtyResvs) > 0 || len(r.qp.recs) > 0 || len(r.qp.handouts) > 0 {
+	if ids := (store.IDs{V: store.Version, Job: int64(r.in.LastID()), QPUJob: uint64(r.qp.s.LastID()), Jobs: int64(r.in.NumJobs())}); ids != r.savedIDs {
+		// No ID is handed out twice: the IDs record goes with the first
+		// records that carry a new ID, after them, so that a crash
+		// between the two leaves more job records than it counts,
+		// never fewer.
+		r.savedIDs = ids
+		r.idsDirty = true
+	}
+	if len(r.dirtyJobs) > 0 || len(r.dirtyResvs) > 0 || len(r.qp.recs) > 0 || len(r.qp.handouts) > 0 || r.idsDirty {
 		b := &batch{recs: make([]record, 0, len(r.dirtyJobs)+len(r.dirtyResvs)+len(r.qp.recs)), durable: make(chan struct{})}
 		for _, id := range r.dirtyJobs {
 			j, ok := r.in.Job(id)
@@ -424,6 +458,10 @@ func (r *Runtime) output() output {
 			}
 		}
 		b.recs = append(b.recs, r.qp.recs...)
+		if r.idsDirty {
+			b.recs = append(b.recs, record{bucket: MetaBucket, key: store.IDsKey, v: r.savedIDs})
+			r.idsDirty = false
+		}
 		b.handouts = r.qp.handouts
 		r.qp.recs, r.qp.handouts = nil, nil
 		clear(r.isDirty)

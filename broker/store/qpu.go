@@ -168,6 +168,9 @@ type IDs struct {
 	V      int    `json:"v"`
 	Job    int64  `json:"job"`     // the last job ID handed out
 	QPUJob uint64 `json:"qpu_job"` // the last QPU job ID handed out
+	// Jobs is how many job records the jobs bucket holds: a restore
+	// that finds fewer knows the store lost some.
+	Jobs int64 `json:"jobs"`
 }
 
 // IDsKey is the key of the IDs record in MetaBucket.

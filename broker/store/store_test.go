@@ -57,6 +57,7 @@ type decoded struct {
 	meta Meta
 	resv instance.Resv
 	qpu  QPURecords
+	ids  IDs
 }
 
 func decode(t *testing.T, g golden) decoded {
@@ -70,6 +71,8 @@ func decode(t *testing.T, g golden) decoded {
 		d.resv, err = DecodeResv(g.key, g.data)
 	case QPUBucket:
 		err = d.qpu.DecodeQPU(g.key, g.data)
+	case MetaBucket:
+		d.ids, err = DecodeIDs(g.data)
 	default:
 		t.Fatalf("golden record in unknown bucket %s", g.bucket)
 	}
@@ -121,6 +124,9 @@ func TestGoldenRecords(t *testing.T) {
 	v2 := map[string]golden{}
 	for _, g := range readGolden(t, "v2") {
 		v2[g.bucket+"/"+g.key] = g
+	}
+	if ids := decode(t, v2["strata_meta/ids"]).ids; ids != (IDs{V: 2, Job: 6, QPUJob: 1, Jobs: 6}) {
+		t.Errorf("IDs record restored as %+v", ids)
 	}
 	for _, g := range v1 {
 		name := g.bucket + "/" + g.key
