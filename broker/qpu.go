@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/strata-hpc/strata/api"
@@ -35,6 +33,9 @@ type qpuRuntime struct {
 	// handouts are tasks given to waiting pulls, answered once their
 	// records are durable.
 	handouts []handout
+	// aborts are executors to tell to abort a job, once the records
+	// that cancelled it are durable.
+	aborts []qpuAbort
 	// results are qpu-result requests waiting for a job to end.
 	results map[qpu.JobID][]chan struct{}
 	// byJob maps a core job holding an open session to its session path.
@@ -49,6 +50,22 @@ type pull struct {
 	req           micro.Request
 	timer         *time.Timer
 	done          bool
+}
+
+// qpuAbort tells executor exec to abort QPU job job.
+type qpuAbort struct {
+	exec string
+	job  qpu.JobID
+}
+
+// sendAborts tells the executors.
+func (r *Runtime) sendAborts(as []qpuAbort) {
+	for _, a := range as {
+		data, _ := json.Marshal(api.ExecTask{ID: uint64(a.job)})
+		if err := r.b.nc.Publish(api.RoleExecutor.InboxPrefix(a.exec)+".abort", data); err != nil {
+			r.b.log.Warn("cannot tell an executor to abort", "executor", a.exec, "job", a.job, "err", err)
+		}
+	}
 }
 
 type handout struct {
@@ -206,8 +223,7 @@ func (r *Runtime) applyQPU() {
 			}
 		}
 		for _, a := range rd.Aborts {
-			data, _ := json.Marshal(api.ExecTask{ID: uint64(a.Job)})
-			_ = r.b.nc.Publish(api.RoleExecutor.InboxPrefix(a.Executor)+".abort", data)
+			r.qp.aborts = append(r.qp.aborts, qpuAbort{exec: a.Executor, job: a.Job}) // once durable
 		}
 		for _, name := range rd.Wake {
 			r.servePulls(name)
@@ -870,38 +886,16 @@ func (r *Runtime) execResult(name string, m micro.Request) {
 	}()
 }
 
-// answerHandouts answers the pulls given jobs once the records are durable.
-// A future delivers its outcome once, so the caller gets, instead of fs, one
-// future that resolves after the handouts are answered.
-func answerHandouts(ctx context.Context, hs []handout, fs []jetstream.PubAckFuture) []jetstream.PubAckFuture {
-	if len(hs) == 0 {
-		return fs
-	}
-	j := &joinedFuture{ok: make(chan *jetstream.PubAck, 1), err: make(chan error, 1)}
-	go func() {
-		err := waitAcks(ctx, fs)
-		for _, h := range hs {
-			if err != nil {
-				respondExec(h.p.req, nil, err)
-				continue
-			}
-			respondExec(h.p.req, h.task, nil)
-		}
+// answerHandouts answers the pulls given jobs in batch b once b's records
+// are durable: an executor never runs a QPU job the store does not know
+// it has.
+func answerHandouts(ctx context.Context, b *batch) {
+	err := b.wait(ctx)
+	for _, h := range b.handouts {
 		if err != nil {
-			j.err <- err
-			return
+			respondExec(h.p.req, nil, err)
+			continue
 		}
-		j.ok <- &jetstream.PubAck{}
-	}()
-	return []jetstream.PubAckFuture{j}
+		respondExec(h.p.req, h.task, nil)
+	}
 }
-
-// joinedFuture stands for several publishes' acknowledgements.
-type joinedFuture struct {
-	ok  chan *jetstream.PubAck
-	err chan error
-}
-
-func (j *joinedFuture) Ok() <-chan *jetstream.PubAck { return j.ok }
-func (j *joinedFuture) Err() <-chan error            { return j.err }
-func (j *joinedFuture) Msg() *nats.Msg               { return nil }

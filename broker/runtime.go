@@ -2,18 +2,16 @@ package broker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/strata-hpc/strata/api"
@@ -86,6 +84,7 @@ type Runtime struct {
 	dirtyResvs []string
 	isDirtyRv  map[string]bool
 	starts     []*startTask
+	signals    []signalTask
 	// starting holds the jobs whose executor start is in flight.
 	starting map[instance.JobID]*startTask
 	// signalled holds the running jobs that a signal has reached, so
@@ -109,6 +108,20 @@ type Runtime struct {
 	// says it must go out with the next records.
 	savedIDs store.IDs
 	idsDirty bool
+
+	// storeErr is why the store refuses writes, while it does: changes
+	// are refused meanwhile (see committer).
+	storeErr atomic.Pointer[error]
+}
+
+// storeFailure records that the store refuses writes (err), or takes them
+// again (nil).
+func (r *Runtime) storeFailure(err error) {
+	if err == nil {
+		r.storeErr.Store(nil)
+		return
+	}
+	r.storeErr.Store(&err)
 }
 
 // maxStarts bounds the executor starts in flight at once.
@@ -420,8 +433,17 @@ func (r *Runtime) markJob(id instance.JobID) {
 // output is what one input leaves to do once the lock is released: the
 // records to publish and the executor starts to carry out.
 type output struct {
-	batch  *batch
-	starts []*startTask
+	batch   *batch
+	starts  []*startTask
+	signals []signalTask
+	aborts  []qpuAbort
+}
+
+// signalTask is a signal the core sent to a job, sent once its record is
+// durable.
+type signalTask struct {
+	job instance.JobID
+	sig syscall.Signal
 }
 
 // output takes what the current input changed and must start. The records
@@ -471,313 +493,64 @@ func (r *Runtime) output() output {
 		out.batch = b
 	}
 	out.starts, r.starts = r.starts, nil
+	out.signals, r.signals = r.signals, nil
+	out.aborts, r.qp.aborts = r.qp.aborts, nil
 	r.busy += len(out.starts)
 	return out
 }
 
-// record is one record to persist, copied under the lock.
-type record struct {
-	bucket, key string
-	v           any // a record type of package store
-}
-
-// batch is the records of one input, queued for the committer while the
-// input holds the lock.
-type batch struct {
-	recs []record
-	// handouts are QPU jobs given to executors' pulls, answered once
-	// the records are durable.
-	handouts []handout
-	durable  chan struct{} // closed once the records are acknowledged, or failed
-	err      error         // why they failed; read once durable is closed
-}
-
-// wait waits until the batch's records are acknowledged by JetStream. A
-// nil batch has nothing to wait for.
-func (b *batch) wait(ctx context.Context) error {
-	if b == nil {
-		return nil
-	}
-	select {
-	case <-b.durable:
-		return b.err
-	case <-ctx.Done():
-		return api.Errorf(api.CodeUnavailable, "the broker is shutting down")
-	}
-}
-
-// committer publishes the sealed batches to JetStream (group commit). One
-// goroutine takes every batch queued meanwhile (a group), encodes their
-// records and publishes them in the order the inputs were applied, so that
-// the last record published for a key is always the latest; a second one
-// waits for their acknowledgements, in the same order, and releases each
-// batch's waiters. An input thus costs its waiter one wake-up, where it
-// cost a timer and a hand-off from the input before it, and a burst of
-// inputs reaches the server as one burst of publishes.
+// finish carries out an input's output without the lock, persist first:
+// once the input's records are durable, it sends the signals, tells the
+// QPU executors, and runs the starts (and whatever their outcomes lead
+// to); it returns once all of that is durable too. Nothing is carried out
+// for a change the store does not hold: a crash in between leaves a
+// state from which the restart does the same again.
 //
-// Within a group, a record that a later batch of the group writes again
-// (the same job's record, changed by a later input) is not published: the
-// later record is a whole snapshot that includes the change, and the
-// earlier batch is released once it is acknowledged. Under load, when
-// groups grow, the store thus gets fewer writes per job. Batches that
-// answer QPU handouts take no part in this (answerHandouts consumes their
-// futures).
-type committer struct {
-	r *Runtime
-
-	mu      sync.Mutex
-	cond    sync.Cond
-	q       []*batch // sealed, not yet published
-	stopped bool
-
-	acks chan *group   // from the publisher to the acknowledger
-	done chan struct{} // closed once both goroutines have ended
-}
-
-// group is the batches published together, and the futures of their
-// records' acknowledgements in the order of publishing.
-type group struct {
-	batches []*batch
-	fs      []jetstream.PubAckFuture // in the order published
-	// Batch i waits for fs[own[i].from:own[i].to], and for fs[j] for
-	// each j in later[i] (a later batch's record that includes its own).
-	own   []span
-	later [][]int // nil when no record is left to a later batch
-}
-
-// span is the indexes [from, to) of a batch's own futures in a group.
-type span struct{ from, to int }
-
-func newCommitter(r *Runtime) *committer {
-	c := &committer{r: r, acks: make(chan *group, 64), done: make(chan struct{})}
-	c.cond.L = &c.mu
-	unwatch := context.AfterFunc(r.b.ctx, c.halt)
-	go func() {
-		c.publish()
-		close(c.acks)
-	}()
-	go func() {
-		defer close(c.done)
-		defer unwatch()
-		c.acknowledge()
-	}()
-	return c
-}
-
-// add queues b for publishing; the caller holds r.mu, so that batches are
-// queued in the order of the inputs. Once the committer is stopped, b
-// fails at once.
-func (c *committer) add(b *batch) {
-	c.mu.Lock()
-	if c.stopped {
-		c.mu.Unlock()
-		b.err = api.Errorf(api.CodeUnavailable, "the broker is shutting down")
-		close(b.durable)
-		return
-	}
-	c.q = append(c.q, b)
-	if len(c.q) == 1 {
-		c.cond.Signal()
-	}
-	c.mu.Unlock()
-}
-
-// halt makes the committer publish what is queued and end; batches added
-// afterwards fail.
-func (c *committer) halt() {
-	c.mu.Lock()
-	c.stopped = true
-	c.cond.Signal()
-	c.mu.Unlock()
-}
-
-// stop halts the committer and waits until the last acknowledgement is in
-// (or the broker has shut down).
-func (c *committer) stop() {
-	c.halt()
-	select {
-	case <-c.done:
-	case <-c.r.b.ctx.Done():
-	}
-}
-
-// publish is the publishing goroutine.
-func (c *committer) publish() {
-	for {
-		c.mu.Lock()
-		for len(c.q) == 0 && !c.stopped {
-			c.cond.Wait()
-		}
-		if len(c.q) == 0 {
-			c.mu.Unlock()
-			return
-		}
-		q := c.q
-		c.q = nil
-		c.mu.Unlock()
-		c.acks <- c.publishGroup(q)
-	}
-}
-
-// publishGroup encodes the records of the batches q and publishes them
-// asynchronously, in order, leaving out those a later batch of q
-// rewrites.
-func (c *committer) publishGroup(q []*batch) *group {
-	r := c.r
-	g := &group{batches: q, own: make([]span, len(q))}
-	// last[k] is the last batch of q (without handouts) that writes key
-	// k; at[k] the index in g.fs of the future of its record.
-	type key struct{ bucket, key string }
-	var last, at map[key]int
-	if len(q) > 1 {
-		last, at = map[key]int{}, map[key]int{}
-		for i, b := range q {
-			if len(b.handouts) == 0 {
-				for _, rec := range b.recs {
-					last[key{rec.bucket, rec.key}] = i
-				}
-			}
-		}
-	}
-	var later [][]key // per batch: the keys left to a later batch
-	for i, b := range q {
-		first := len(g.fs)
-		for _, rec := range b.recs {
-			k := key{rec.bucket, rec.key}
-			if last != nil && len(b.handouts) == 0 {
-				if j, ok := last[k]; ok && j > i {
-					if later == nil {
-						later = make([][]key, len(q))
-					}
-					later[i] = append(later[i], k)
-					continue
-				}
-			}
-			var f jetstream.PubAckFuture
-			d, err := json.Marshal(rec.v)
-			if err == nil {
-				f, err = r.b.js.PublishAsync("$KV."+rec.bucket+"."+rec.key, d)
-			}
-			if err != nil {
-				// The input fails: its change is not durable.
-				r.b.log.Error("cannot persist record", "bucket", rec.bucket, "key", rec.key, "err", err)
-				f = failedFuture(err)
-			}
-			if at != nil && len(b.handouts) == 0 {
-				at[k] = len(g.fs)
-			}
-			g.fs = append(g.fs, f)
-		}
-		if len(b.handouts) > 0 {
-			// The handouts are answered once the records are durable;
-			// the batch waits for that instead.
-			own := slices.Clone(g.fs[first:])
-			g.fs = append(g.fs[:first], answerHandouts(r.b.ctx, b.handouts, own)...)
-		}
-		g.own[i] = span{first, len(g.fs)}
-	}
-	if later != nil {
-		g.later = make([][]int, len(q))
-		for i, ks := range later {
-			for _, k := range ks {
-				g.later[i] = append(g.later[i], at[k])
-			}
-		}
-	}
-	return g
-}
-
-// acknowledge is the acknowledging goroutine: it waits for the
-// acknowledgements of each group, in order, and releases each batch once
-// those it depends on are in.
-func (c *committer) acknowledge() {
-	t := time.NewTimer(ackTimeout)
-	defer t.Stop()
-	for g := range c.acks {
-		t.Reset(ackTimeout)
-		errs := make([]error, len(g.fs))
-		next := 0 // the first future not yet waited for
-		// upTo waits for the futures up to fs[d] and returns fs[d]'s error.
-		upTo := func(d int) error {
-			for ; next <= d; next++ {
-				errs[next] = awaitAcks(c.r.b.ctx, g.fs[next:next+1], t.C)
-				if errors.Is(errs[next], errAckTimeout) {
-					t.Reset(ackTimeout) // the next future gets its own
-				}
-			}
-			return errs[d]
-		}
-		for i, b := range g.batches {
-			for d := g.own[i].from; d < g.own[i].to; d++ {
-				if err := upTo(d); b.err == nil {
-					b.err = err
-				}
-			}
-			if g.later != nil {
-				for _, d := range g.later[i] {
-					if err := upTo(d); b.err == nil {
-						b.err = err
-					}
-				}
-			}
-			close(b.durable)
-		}
-	}
-}
-
-// failed is the future of a record that could not be published.
-type failed struct{ err chan error }
-
-func failedFuture(err error) jetstream.PubAckFuture {
-	f := failed{err: make(chan error, 1)}
-	f.err <- err
-	return f
-}
-
-func (f failed) Ok() <-chan *jetstream.PubAck { return nil }
-func (f failed) Err() <-chan error            { return f.err }
-func (f failed) Msg() *nats.Msg               { return nil }
-
-// ackTimeout bounds the wait for JetStream's acknowledgements.
-const ackTimeout = 10 * time.Second
-
-var errAckTimeout = api.Errorf(api.CodeUnavailable, "the broker's store did not acknowledge the change in time; try again")
-
-// finish carries out an input's output without the lock: it runs the
-// starts (and whatever their outcomes lead to) and waits until all of it,
-// and the input's records, are durable.
+// A request that stops waiting (ctx) leaves the rest to go on without it.
 func (r *Runtime) finish(ctx context.Context, out output) error {
-	err := r.runStarts(ctx, out.starts)
-	if werr := out.batch.wait(ctx); werr != nil && err == nil {
-		err = werr
-	}
-	return err
-}
-
-// waitAcks waits for every future of fs, for at most ackTimeout.
-func waitAcks(ctx context.Context, fs []jetstream.PubAckFuture) error {
-	if len(fs) == 0 {
+	if out.batch == nil && len(out.starts) == 0 && len(out.signals) == 0 && len(out.aborts) == 0 {
 		return nil
 	}
-	timeout := time.NewTimer(ackTimeout)
-	defer timeout.Stop()
-	return awaitAcks(ctx, fs, timeout.C)
+	if ctx == r.b.ctx {
+		return r.carryOut(out)
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.carryOut(out) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return api.Errorf(api.CodeUnavailable, "gave up waiting for the broker's store; the change is applied once it is durable: retry with the same idempotency key, or look before trying again")
+	}
 }
 
-// awaitAcks waits for every future of fs, or until timeout fires.
-func awaitAcks(ctx context.Context, fs []jetstream.PubAckFuture, timeout <-chan time.Time) error {
-	for _, f := range fs {
-		select {
-		case <-f.Ok():
-		case err := <-f.Err():
-			return api.Errorf(api.CodeUnavailable, "the broker could not persist the change: %v; try again", err)
-		case <-ctx.Done():
-			return api.Errorf(api.CodeUnavailable, "the broker is shutting down")
-		case <-timeout:
-			return errAckTimeout
+// carryOut waits until out's records are durable, then carries out its
+// effects.
+func (r *Runtime) carryOut(out output) error {
+	if err := out.batch.wait(r.b.ctx); err != nil {
+		r.mu.Lock()
+		for _, t := range out.starts {
+			if r.starting[t.job] == t {
+				delete(r.starting, t.job)
+			}
 		}
+		r.release(len(out.starts)) // never carried out
+		r.mu.Unlock()
+		return err
 	}
-	return nil
+	if len(out.signals) > 0 {
+		r.mu.Lock()
+		for _, sg := range out.signals {
+			if t := r.starting[sg.job]; t != nil {
+				t.signals = append(t.signals, sg.sig) // sent once it has started
+				continue
+			}
+			r.signalOnTime(sg.job, sg.sig)
+		}
+		r.mu.Unlock()
+	}
+	r.sendAborts(out.aborts)
+	return r.runStarts(out.starts)
 }
 
 // effect carries out one decision of the core.
@@ -786,11 +559,7 @@ func (r *Runtime) effect(e instance.Effect) {
 	case instance.StartJob:
 		r.startJob(e)
 	case instance.SignalJob:
-		if t := r.starting[e.Job]; t != nil {
-			t.signals = append(t.signals, e.Signal) // sent once it has started
-			return
-		}
-		r.signalOnTime(e.Job, e.Signal)
+		r.signals = append(r.signals, signalTask{job: e.Job, sig: e.Signal}) // once durable
 	case instance.StartChild:
 		if _, err := r.serve(e.ChildPath); err != nil {
 			r.b.log.Error("cannot serve child instance", "path", e.ChildPath, "err", err)
@@ -901,8 +670,9 @@ func (r *Runtime) startJob(e instance.Effect) {
 
 // runStarts carries out starts, concurrently, and what their outcomes
 // lead to (a failed start frees nodes for the next job), until nothing is
-// left to start; it returns once all of it is durable.
-func (r *Runtime) runStarts(ctx context.Context, ts []*startTask) error {
+// left to start; it returns once all of it is durable. Each start counts
+// as busy until then.
+func (r *Runtime) runStarts(ts []*startTask) error {
 	if len(ts) == 0 {
 		return nil
 	}
@@ -911,35 +681,11 @@ func (r *Runtime) runStarts(ctx context.Context, ts []*startTask) error {
 		mu    sync.Mutex
 		first error
 	)
-	var run func(t *startTask)
-	run = func(t *startTask) {
+	run := func(t *startTask) {
 		defer wg.Done()
-		var bs []*batch
-		n := 0
-		for t != nil {
-			out := r.start(t)
-			n++
-			if out.batch != nil {
-				bs = append(bs, out.batch)
-			}
-			t = nil
-			for i, next := range out.starts {
-				if i == 0 {
-					t = next
-					continue
-				}
-				wg.Add(1)
-				go run(next)
-			}
-		}
-		var err error
-		for _, b := range bs {
-			if werr := b.wait(ctx); werr != nil && err == nil {
-				err = werr
-			}
-		}
+		err := r.carryOut(r.start(t))
 		r.mu.Lock()
-		r.release(n) // carried out and recorded
+		r.release(1) // carried out and recorded
 		r.mu.Unlock()
 		if err != nil {
 			mu.Lock()
@@ -956,18 +702,6 @@ func (r *Runtime) runStarts(ctx context.Context, ts []*startTask) error {
 	run(ts[0])
 	wg.Wait()
 	return first
-}
-
-// startAsync runs starts in the background, logging what goes wrong.
-func (r *Runtime) startAsync(ts []*startTask) {
-	if len(ts) == 0 {
-		return
-	}
-	go func() {
-		if err := r.runStarts(r.b.ctx, ts); err != nil {
-			r.b.log.Error("persisting a job start failed", "err", err)
-		}
-	}()
 }
 
 // start carries out one start and applies its outcome: the executor's
@@ -1091,19 +825,21 @@ func (r *Runtime) reapExits() {
 		out := r.output()
 		r.busy++ // the persistence below
 		r.mu.Unlock()
-		r.startAsync(out.starts)
 		go func() {
 			defer func() {
 				r.mu.Lock()
 				r.release(1)
 				r.mu.Unlock()
 			}()
-			if err := out.batch.wait(r.b.ctx); err != nil {
-				r.b.log.Error("persisting an exit failed", "jobs", ids, "err", err)
-				return
+			// The executor keeps the exits until they are durable: a
+			// crash before leaves them to the next broker's Adopt.
+			if err := out.batch.wait(r.b.ctx); err == nil {
+				for _, id := range ids {
+					r.exec.Release(id)
+				}
 			}
-			for _, id := range ids {
-				r.exec.Release(id)
+			if err := r.carryOut(out); err != nil {
+				r.b.log.Error("persisting an exit failed", "jobs", ids, "err", err)
 			}
 		}()
 	}
@@ -1137,6 +873,10 @@ func (r *Runtime) do(ctx context.Context, f func(now instance.Time) (any, error)
 	if r.closed {
 		r.mu.Unlock()
 		return nil, api.Errorf(api.CodeUnavailable, "the broker is shutting down")
+	}
+	if err := r.storeErr.Load(); err != nil {
+		r.mu.Unlock()
+		return nil, api.Errorf(api.CodeUnavailable, "the broker cannot save changes: its store refuses writes (%v); nothing was changed, and the broker retries by itself: try again shortly", *err)
 	}
 	v, err := f(r.now())
 	r.apply()
