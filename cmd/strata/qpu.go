@@ -155,10 +155,10 @@ func qpuCommand() *cli.Command {
 				Usage:     "QPU use per user and per instance: QPU seconds, QPU jobs by final state, slot-hours held",
 				UsageText: "strata qpu acct [--from TIME] [--to TIME] [--json]",
 				Description: "Counts use within [--from, --to) (default: all of it, until now). Times are\n" +
-					"RFC 3339 (2026-12-03T17:00:00Z), a date, HH:MM, now-7d or -24h. Users see\n" +
-					"their own use; admins everyone's.",
+					timeForms + ",\n" +
+					"and now-7d or -24h for the past. Users see their own use; admins everyone's.",
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "from", Usage: "count from this time"},
+					&cli.StringFlag{Name: "from", Usage: "count from this time (now-7d, today, 12/01, ...)"},
 					&cli.StringFlag{Name: "to", Usage: "count until this time", DefaultText: "now"},
 					jsonFlag(),
 				},
