@@ -19,6 +19,7 @@ import (
 
 	"github.com/strata-hpc/strata/api"
 	"github.com/strata-hpc/strata/internal/hostlist"
+	"github.com/strata-hpc/strata/internal/when"
 )
 
 // End-to-end tests of resv, uri, batch and alloc: the real strata binary
@@ -657,5 +658,16 @@ func TestCLIResvTimes(t *testing.T) {
 	}
 	if out := b.must("admin", "resv", "list"); strings.Contains(out, "past") || strings.Contains(out, "x ") {
 		t.Errorf("a refused reservation was made:\n%s", out)
+	}
+
+	// submit --begin reads the same forms, in the user's local zone.
+	kolkata, err := time.LoadLocation("Asia/Kolkata")
+	if err != nil {
+		t.Skipf("no zone data for the local-time check: %v", err)
+	}
+	r = b.run("alice", []string{"TZ=Asia/Kolkata"}, "submit", "--begin", "tomorrow 09:00", "--", "true")
+	want, _ := when.ParseTime("tomorrow 09:00", time.Now().In(kolkata))
+	if j := b.job("alice", b.id(r.stdout)); !j.BeginTime.Equal(want) || j.State != api.JobPending {
+		t.Errorf("submit --begin 'tomorrow 09:00' in Kolkata: %s, begin %v; want pending until %v", j.State, j.BeginTime, want)
 	}
 }
