@@ -374,7 +374,7 @@ func (b *builder) qasmArgs(regs map[string]register, line int, what, s string, w
 	if want < 0 && len(fields) == 0 {
 		return nil, errorf(line, "%s needs operands", what)
 	}
-	size := 1
+	size := 0 // of the whole registers, all alike; 0 before the first
 	type operand struct {
 		r     register
 		idx   int
@@ -394,14 +394,14 @@ func (b *builder) qasmArgs(regs map[string]register, line int, what, s string, w
 			return nil, errorf(line, "%s[%d] is out of range: %s has %d bit%s, %s[0] to %s[%d]", name, idx, name, r.size, plural(r.size), name, name, r.size-1)
 		}
 		if whole {
-			if size > 1 && r.size != size {
+			if size > 0 && r.size != size {
 				return nil, errorf(line, "%s: registers of different sizes (%d and %d) cannot broadcast together", what, size, r.size)
 			}
 			size = r.size
 		}
 		ops[i] = operand{r, idx, whole}
 	}
-	out := make([][]int, size)
+	out := make([][]int, max(size, 1))
 	for k := range out {
 		out[k] = make([]int, len(ops))
 		for i, o := range ops {

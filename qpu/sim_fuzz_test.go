@@ -21,6 +21,7 @@ func FuzzParseCircuit(f *testing.F) {
 		"OPENQASM 2.0; qreg q[1]; creg c[2]; h q[0]; measure q[0] -> c[0]; h q[0]; measure q[0] -> c[1];",
 		"OPENQASM 2.0; // a comment\nqreg q[1]; creg c[1];\ny q[0]; // more\nmeasure q[0] -> c[0];",
 		"OPENQASM 3; qubit[2] q;", "OPENQASM 2.0;\nqreg q[2]\ncreg c[2];", "gate foo a { h a; }", "rx(((pi))) q0",
+		"OPENQASM 2.0; qreg b[3]; qreg a[1]; creg c[3]; cx a, b; cx b[0], a; swap a, b[2]; measure b -> c;",
 		"rx(1e999) q0", "h q0\nfoo q1", "", "measure", "x q19", "x q20", "\xff", "cx q0 q0", "rx(-pi/0) q0",
 	} {
 		f.Add(s)
@@ -38,6 +39,13 @@ func FuzzParseCircuit(f *testing.F) {
 		}
 		if c.Qubits < 1 || c.Qubits > MaxQubits || c.Clbits < 1 || c.Clbits > maxClbits {
 			t.Fatalf("ParseCircuit(%q): %d qubits, %d classical bits", src, c.Qubits, c.Clbits)
+		}
+		for _, o := range c.ops {
+			two := o.kind == opCX || o.kind == opCZ || o.kind == opSwap
+			if o.q[0] < 0 || o.q[0] >= c.Qubits || two && (o.q[1] < 0 || o.q[1] >= c.Qubits || o.q[1] == o.q[0]) ||
+				o.kind == opMeasure && (o.clbit < 0 || o.clbit >= c.Clbits) {
+				t.Fatalf("ParseCircuit(%q): operation %+v outside %d qubits and %d classical bits", src, o, c.Qubits, c.Clbits)
+			}
 		}
 		if c.Qubits > 8 || len(c.ops) > 200 {
 			return

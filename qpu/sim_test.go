@@ -108,6 +108,7 @@ func TestGates(t *testing.T) {
 		{"qasm bell", "OPENQASM 2.0;\ninclude \"qelib1.inc\";\nqreg q[2];\ncreg c[2];\nh q[0];\ncx q[0],q[1];\nmeasure q -> c;", []complex128{r2, 0, 0, r2}, false},
 		{"qasm broadcast", "OPENQASM 2.0; qreg q[2]; creg c[2]; x q; measure q -> c;", []complex128{0, 0, 0, 1}, false},
 		{"qasm broadcast cx", "OPENQASM 2.0; qreg a[2]; qreg b[2]; creg c[4]; x a; cx a, b; measure a[0] -> c[0];", []complex128{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, false},
+		{"qasm broadcast one control", "OPENQASM 2.0; qreg q[1]; qreg r[2]; creg c[1]; x q[0]; cx q[0], r; measure q[0] -> c[0];", []complex128{0, 0, 0, 0, 0, 0, 0, 1}, false},
 		{"qasm registers in order", "OPENQASM 2.0; qreg a[1]; qreg b[1]; creg c[1]; x b[0]; measure b[0] -> c[0];", []complex128{0, 0, 1, 0}, false},
 		{"qasm angle expressions", "OPENQASM 2.0; qreg q[1]; creg c[1]; rx(-(-pi)) q[0]; ry(+pi - pi) q[0]; rz(1e-300) q[0]; measure q -> c;", []complex128{0, -1i}, false},
 	} {
@@ -277,6 +278,9 @@ func TestParseErrors(t *testing.T) {
 		{"OPENQASM 2.0;\nqreg q[1];\ncreg c[1];\nh q[x];", 4, "write a bit as q[INDEX]"},
 		{"OPENQASM 2.0;\nqreg a[2];\nqreg b[3];\ncreg c[1];\ncx a, b;", 5, "registers of different sizes (2 and 3)"},
 		{"OPENQASM 2.0;\nqreg q[1];\nbarrier;", 3, "barrier needs operands"},
+		{"OPENQASM 2.0;\nqreg a[1];\nqreg b[3];\ncreg c[1];\ncx a, b;", 5, "registers of different sizes (1 and 3)"},
+		{"OPENQASM 2.0;\nqreg b[3];\nqreg a[1];\ncreg c[3];\nmeasure a -> c;", 5, "the registers differ in size (1 and 3)"},
+		{"OPENQASM 2.0;\nqreg b[3];\nqreg a[1];\ncreg c[1];\ncreg d[3];\nmeasure b -> c;", 6, "the registers differ in size (3 and 1)"},
 	} {
 		t.Run(tc.src, func(t *testing.T) {
 			c, err := ParseCircuit([]byte(tc.src))
