@@ -89,14 +89,15 @@ func ValidName(kind, s string) error {
 }
 
 // Validate checks what can be checked without the timeline: names, the
-// window against now, counts. It changes nothing.
+// window against now (a start at now itself is allowed: it starts
+// immediately), counts. It changes nothing.
 func (s *Spec) Validate(now timeline.Time) error {
 	if err := ValidName("reservation", s.Name); err != nil {
 		return err
 	}
 	switch {
-	case s.Start <= now:
-		return fmt.Errorf("%w: start %s is not in the future; give a later --start", ErrInvalid, FormatTime(s.Start))
+	case s.Start < now:
+		return fmt.Errorf("%w: start %s is in the past; give --start now or a later time", ErrInvalid, FormatTime(s.Start))
 	case s.End <= s.Start:
 		return fmt.Errorf("%w: end %s is not after start %s; give a positive --duration or a later --end", ErrInvalid, FormatTime(s.End), FormatTime(s.Start))
 	case s.Nodes < 0:

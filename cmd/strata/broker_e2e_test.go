@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -262,5 +263,10 @@ func TestDemo(t *testing.T) {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}
+	}
+	// The Bell pair, simulated: 00 and 11, nothing else.
+	bell := regexp.MustCompile(`(?m)^\s+([01]+)\s+\d+\s+0\.\d+$`).FindAllStringSubmatch(string(out), -1)
+	if len(bell) != 2 || bell[0][1]+bell[1][1] != "0011" && bell[0][1]+bell[1][1] != "1100" {
+		t.Errorf("the demo's Bell pair gave %q:\n%s", bell, out)
 	}
 }

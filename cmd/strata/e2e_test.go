@@ -599,7 +599,7 @@ func TestE2E(t *testing.T) {
 			{"submit", "-t", "soon", "true"},
 			{"submit", "-N", "0", "true"},
 			{"submit", "-N", "two", "true"},
-			{"submit", "--begin", "tomorrow", "true"},
+			{"submit", "--begin", "someday", "true"},
 			{"submit", "--afterok", "1,x", "true"},
 			{"submit", "--qpu", "qpu0", "true"},
 			{"submit"},

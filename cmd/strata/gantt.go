@@ -37,7 +37,7 @@ func ganttCommand() *cli.Command {
 			"('+' above 9). The window is 24 hours from the broker's now unless --from or\n" +
 			"--for say otherwise. --json prints the bookings as the broker sent them.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "from", Usage: "when the chart starts: 2026-12-03T17:00:00Z, now+2h, +30m or 17:00 (default: now)"},
+			&cli.StringFlag{Name: "from", Usage: "when the chart starts (default: now): " + timeForms},
 			&cli.StringFlag{Name: "for", Usage: "how long the chart covers, at most 366d: 8h, 7d, 1d12h (default: 24h)"},
 			&cli.IntFlag{Name: "width", Value: ganttDefaultWidth, Usage: fmt.Sprintf("the chart's width in columns, %d to %d", ganttMinWidth, ganttMaxWidth)},
 			jsonFlag(),

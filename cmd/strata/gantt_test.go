@@ -263,7 +263,7 @@ func TestGanttRequest(t *testing.T) {
 		{length: "0", width: 72, err: `--for: window "0" is shorter than a second: give at least 1s`},
 		{length: "-1h", width: 72, err: `--for: cannot read duration "-1h": durations cannot be negative`},
 		{length: "400d", width: 72, err: `--for: window "400d" is longer than 366 days: give at most 366d, and move --from to see later bookings`},
-		{from: "garbage", width: 72, err: `--from: cannot read time "garbage": use RFC 3339`},
+		{from: "garbage", width: 72, err: `--from: cannot read time "garbage": use now, now+1hour, now+30min, now+90 (seconds), +2h, HH:MM[:SS] [AM|PM], midnight`},
 	} {
 		got, err := ganttRequest(tc.from, tc.length, tc.width, now)
 		if tc.err != "" {
@@ -290,7 +290,7 @@ func TestGanttFlagErrors(t *testing.T) {
 		{[]string{"--width", "5"}, "--width: 5 columns is out of range: give 10 to 400, as in --width 120"},
 		{[]string{"--for", "0"}, `--for: window "0" is shorter than a second: give at least 1s, as in 30m or 8h`},
 		{[]string{"--for", "400d"}, `--for: window "400d" is longer than 366 days: give at most 366d`},
-		{[]string{"--from", "garbage"}, `--from: cannot read time "garbage": use RFC 3339 (2026-12-03T17:00:00Z), now, now+2h, +30m or HH:MM`},
+		{[]string{"--from", "garbage"}, `--from: cannot read time "garbage": use now, now+1hour, now+30min, now+90 (seconds), +2h, HH:MM[:SS] [AM|PM], midnight, noon, elevenses, fika, teatime, today, tomorrow, a weekday (tue, tuesday 09:00), MM/DD[/YY], MMDDYY, YYYY-MM-DD[THH:MM[:SS]] or RFC 3339 (2026-12-03T17:00:00Z); a day and a time combine (tomorrow 09:00)`},
 		{[]string{"--width", "wide"}, `invalid value "wide" for flag -width`},
 		{[]string{"now"}, "'strata resource gantt' takes no arguments, got [\"now\"]"},
 	} {

@@ -133,7 +133,7 @@ func jobCommand() *cli.Command {
 					&cli.BoolFlag{Name: "hold", Usage: "hold the job"},
 					&cli.BoolFlag{Name: "release", Usage: "release a held job"},
 					&cli.StringFlag{Name: "time", Aliases: []string{"t"}, Usage: "new walltime (as submit -t reads it)"},
-					&cli.StringFlag{Name: "begin", Usage: "new earliest start (as submit --begin reads it)"},
+					&cli.StringFlag{Name: "begin", Usage: "new earliest start: " + timeForms},
 				},
 				Action: runJobUpdate,
 			},

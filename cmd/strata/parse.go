@@ -109,6 +109,12 @@ func parseWalltime(s string) (int64, error) {
 	return secs, nil
 }
 
+// timeForms lists the times that flags read (as when.ParseTime reads
+// them), for their help.
+const timeForms = "now, now+1hour, now+30min, now+90 (seconds), +2h, 17:00, 9:30pm, midnight, noon, " +
+	"teatime, today, tomorrow 09:00, tue, tuesday 09:00, 12/08, 2026-12-03[T17:00], or RFC 3339 " +
+	"(2026-12-03T17:00:00Z); local time unless a zone is given"
+
 // parseBegin reads a time as when.ParseTime does, relative to now.
 func parseBegin(s string, now time.Time) (time.Time, error) {
 	return when.ParseTime(s, now)

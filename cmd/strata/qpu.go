@@ -87,7 +87,12 @@ func qpuCommand() *cli.Command {
 				Description: "Reads the payload, opaque to Strata, from FILE, or from stdin for '-'. Run it\n" +
 					"inside a job, instance or reservation that holds slots on the backend: the\n" +
 					"request goes to $STRATA_URI (or --uri), and names the job $STRATA_JOBID.\n" +
-					"Retried requests (no reply) carry the same key, so that the job is queued once.",
+					"Retried requests (no reply) carry the same key, so that the job is queued once.\n\n" +
+					"A simulated device ('strata qpu executor --sim') runs OpenQASM 2.0 (qelib1.inc's\n" +
+					"h, x, y, z, s, sdg, t, tdg, id, rx, ry, rz, cx, cz, swap; measure; barrier) on up\n" +
+					"to 20 qubits, or the compact form 'h q0; cx q0 q1', where every qubit is measured\n" +
+					"at the end. Bitstrings are c[n-1]...c[0]. A circuit it cannot read fails the QPU\n" +
+					"job, and 'strata qpu result' says on which line and why.",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "backend", Aliases: []string{"b"}, Usage: "the QPU backend to run on (see 'strata qpu status')"},
 					&cli.IntFlag{Name: "shots", Usage: "how often to run and measure it, 1 to 10000000", DefaultText: "1000"},
@@ -155,10 +160,10 @@ func qpuCommand() *cli.Command {
 				Usage:     "QPU use per user and per instance: QPU seconds, QPU jobs by final state, slot-hours held",
 				UsageText: "strata qpu acct [--from TIME] [--to TIME] [--json]",
 				Description: "Counts use within [--from, --to) (default: all of it, until now). Times are\n" +
-					"RFC 3339 (2026-12-03T17:00:00Z), a date, HH:MM, now-7d or -24h. Users see\n" +
-					"their own use; admins everyone's.",
+					timeForms + ",\n" +
+					"and now-7d or -24h for the past. Users see their own use; admins everyone's.",
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "from", Usage: "count from this time"},
+					&cli.StringFlag{Name: "from", Usage: "count from this time (now-7d, today, 12/01, ...)"},
 					&cli.StringFlag{Name: "to", Usage: "count until this time", DefaultText: "now"},
 					jsonFlag(),
 				},

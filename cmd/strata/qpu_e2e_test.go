@@ -82,7 +82,7 @@ func TestCLIQPU(t *testing.T) {
 	}
 
 	// Nothing holds slots at the root: a submission there is refused.
-	if err := os.WriteFile(filepath.Join(b.work, "bell.qasm"), []byte("OPENQASM 3; qubit[2] q; h q[0]; cx q[0], q[1];"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(b.work, "bell.qasm"), []byte("OPENQASM 2.0;\ninclude \"qelib1.inc\";\nqreg q[2];\ncreg c[2];\nh q[0];\ncx q[0],q[1];\nmeasure q -> c;\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	b.expect("alice", 1, "holds no qpu0 slots", "qpu", "submit", "--backend", "qpu0", "bell.qasm")
@@ -97,6 +97,8 @@ echo "$id" > qpu-id.txt
 id2=$(printf 'x q[0];' | strata qpu submit -b qpu0 --shots 10 -)
 strata qpu result "$id" --wait --timeout 1m > result.txt
 strata qpu result "$id2" --wait --json > result2.json
+bad=$(printf 'h q0\nfoo q1\n' | strata qpu submit -b qpu0 -)
+strata qpu result "$bad" --wait > bad.out 2> bad.err || echo $? > bad.code
 strata qpu jobs > jobs.txt
 `), 0o755); err != nil {
 		t.Fatal(err)
@@ -131,6 +133,9 @@ strata qpu jobs > jobs.txt
 			t.Fatalf("qpu result line %q (counts not descending?):\n%s", l, res)
 		}
 		sum, prev = sum+n, n
+		if f[0] != "00" && f[0] != "11" {
+			t.Errorf("a Bell pair gave %s:\n%s", f[0], res)
+		}
 	}
 	if sum != 300 {
 		t.Errorf("qpu result counts add up to %d; want 300 shots:\n%s", sum, res)
@@ -138,6 +143,9 @@ strata qpu jobs > jobs.txt
 	var j2 api.QPUJob
 	if err := json.Unmarshal([]byte(read("result2.json")), &j2); err != nil || j2.State != api.QPUCompleted || j2.Result == nil || j2.Shots != 10 {
 		t.Errorf("qpu result --json of the stdin payload: %+v, %v", j2, err)
+	}
+	if code, msg := read("bad.code"), read("bad.err"); code != "1\n" || !strings.Contains(msg, `failed: the device failed it: the simulated device cannot run this circuit: line 2: unknown gate "foo"; supported: h, x,`) {
+		t.Errorf("qpu result of a bad circuit: exit %q, %q", code, msg)
 	}
 	if jobs := read("jobs.txt"); !strings.Contains(jobs, "bell") || !strings.Contains(jobs, "completed") {
 		t.Errorf("qpu jobs inside the batch job:\n%s", jobs)
@@ -160,7 +168,7 @@ strata qpu jobs > jobs.txt
 		t.Errorf("bob's qpu jobs: %+v", all)
 	}
 	b.expect("bob", 1, "", "qpu", "jobs", "--all")
-	if b.mustJSON(&all, "admin", "qpu", "jobs", "--all", "--json"); len(all) != 2 {
+	if b.mustJSON(&all, "admin", "qpu", "jobs", "--all", "--json"); len(all) != 3 {
 		t.Errorf("qpu jobs --all: %+v", all)
 	}
 	// The batch job has ended: its slots are free again.

@@ -31,8 +31,12 @@ func qpuExecutorCommand() *cli.Command {
 			"(an admin makes them with 'strata user add NAME --executor'; the executor is\n" +
 			"known by that NAME), registers for the backend, and runs its QPU jobs one at a\n" +
 			"time until SIGINT or SIGTERM. A broker that goes away is waited for.\n\n" +
-			"--sim is a simulated device: a job takes --sim-base plus --sim-per-shot for\n" +
-			"each shot, and its counts follow from the payload and --seed alone.\n" +
+			"--sim is a simulated device: a state-vector simulator of up to 20 qubits that\n" +
+			"runs OpenQASM 2.0 (h, x, y, z, s, sdg, t, tdg, rx, ry, rz, cx, cz, swap, measure)\n" +
+			"or the compact form 'h q0; cx q0 q1' (every qubit measured at the end). A job\n" +
+			"takes --sim-base plus --sim-per-shot for each shot; its counts are samples drawn\n" +
+			"with --seed and the QPU job's ID, so a job gives the same counts wherever it\n" +
+			"runs. A circuit it cannot read fails the QPU job, naming the line and why.\n" +
 			"--command runs DRIVER for each job instead: it reads the payload on stdin,\n" +
 			"the shot count in $STRATA_QPU_SHOTS, and prints {\"counts\": {\"00\": 512, ...}}.",
 		Flags: []cli.Flag{
@@ -40,7 +44,7 @@ func qpuExecutorCommand() *cli.Command {
 			&cli.BoolFlag{Name: "sim", Usage: "run a simulated device"},
 			&cli.StringFlag{Name: "sim-base", Usage: "with --sim: the time every job takes (200ms, 1s)", DefaultText: "200ms"},
 			&cli.StringFlag{Name: "sim-per-shot", Usage: "with --sim: the time each shot takes (100us, 1ms)", DefaultText: "100us"},
-			&cli.Int64Flag{Name: "seed", Usage: "with --sim: the seed the counts follow from", DefaultText: "0"},
+			&cli.Int64Flag{Name: "seed", Usage: "with --sim: the seed the samples are drawn with (and the QPU job's ID)", DefaultText: "0"},
 			&cli.StringFlag{Name: "command", Usage: "the device driver to run for each job (its arguments after --)"},
 		},
 		Action: runQPUExecutor,

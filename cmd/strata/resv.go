@@ -87,8 +87,8 @@ func resvCreateCommand() *cli.Command {
 		UsageText: "strata resv create --name NAME --start TIME (--duration D | --end TIME) (--nodes N | --nodelist HOSTLIST)\n" +
 			"   [--qpu NAME:SLOTS]... [--users u1,u2] [--overlap drain|kill] [--grace 30s] [--requeue-killed]\n" +
 			"   [--maint] [--every 1d|7d --until TIME] [--dry-run] [--json]",
-		Description: "Times are RFC 3339 (2026-12-03T17:00:00Z), a date, HH:MM (the next such time),\n" +
-			"now+2h or +30m; durations 8h, 1d12h, 90m or D-HH:MM:SS.\n\n" +
+		Description: "Times are " + timeForms + ".\n" +
+			"--start now starts the reservation immediately. Durations are 8h, 1d12h, 90m or D-HH:MM:SS.\n\n" +
 			"--overlap drain (the default) refuses a window that cannot be had without killing\n" +
 			"running jobs; --overlap kill takes it anyway: jobs still running on the reserved\n" +
 			"nodes at the start get SIGTERM, and SIGKILL after --grace, and are requeued if they\n" +
@@ -105,9 +105,9 @@ func resvCreateCommand() *cli.Command {
 			"a list of reservations.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "name", Usage: "the reservation's name: lower-case letters, digits, '-' or '_'"},
-			&cli.StringFlag{Name: "start", Usage: "when it begins"},
+			&cli.StringFlag{Name: "start", Usage: "when it begins: " + timeForms},
 			&cli.StringFlag{Name: "duration", Usage: "how long it lasts (or give --end)"},
-			&cli.StringFlag{Name: "end", Usage: "when it ends (or give --duration)"},
+			&cli.StringFlag{Name: "end", Usage: "when it ends (or give --duration), a time as --start reads it"},
 			nodesFlag(),
 			nodelistFlag(),
 			&cli.StringSliceFlag{Name: "qpu", Usage: "QPU slots, NAME:SLOTS (repeatable, or comma-separated)"},
@@ -117,7 +117,7 @@ func resvCreateCommand() *cli.Command {
 			&cli.BoolFlag{Name: "requeue-killed", Usage: "requeue every job killed at the start, whether it asked for it or not"},
 			&cli.BoolFlag{Name: "maint", Usage: "a maintenance window: no jobs; may overlap other reservations"},
 			&cli.StringFlag{Name: "every", Usage: "repeat the window this often: 1d, 7d"},
-			&cli.StringFlag{Name: "until", Usage: "with --every: repeat while the window starts before this time"},
+			&cli.StringFlag{Name: "until", Usage: "with --every: repeat while the window starts before this time, a time as --start reads it"},
 			dryRunFlag(),
 			jsonFlag(),
 		},
@@ -160,11 +160,11 @@ func (f resvCreateFlags) requests(now time.Time) ([]api.ResvCreateRequest, error
 	if err := resv.ValidName("reservation", f.Name); err != nil {
 		return nil, flagErr("--name", trimResvErr(err))
 	}
-	start, end, err := window(now, f.Start, f.End, f.Duration)
+	start, end, startNow, err := window(now, f.Start, f.End, f.Duration)
 	if err != nil {
 		return nil, err
 	}
-	r := api.ResvCreateRequest{Name: f.Name, Start: start, End: end, RequeueKilled: f.RequeueKilled, Maint: f.Maint, DryRun: f.DryRun}
+	r := api.ResvCreateRequest{Name: f.Name, Start: start, End: end, StartNow: startNow, RequeueKilled: f.RequeueKilled, Maint: f.Maint, DryRun: f.DryRun}
 	if r.Nodes, r.NodeList, err = nodeFlags(f.Nodes, f.NodesSet, f.NodeList); err != nil {
 		return nil, err
 	}
@@ -229,44 +229,58 @@ func (f resvCreateFlags) requests(now time.Time) ([]api.ResvCreateRequest, error
 		}
 		o := r
 		o.Name, o.Start, o.End = s.Name, time.Unix(int64(s.Start), 0).UTC(), time.Unix(int64(s.End), 0).UTC()
+		o.StartNow = r.StartNow && i == 0 // the later ones keep their times
 		out[i] = o
 	}
 	return out, nil
 }
 
 // window reads a reservation's --start and --end or --duration, in whole
-// seconds; the start must be in the future.
-func window(now time.Time, startArg, endArg, durArg string) (start, end time.Time, err error) {
+// seconds. The start must not be before the current second; a start in it
+// (--start now) comes back with startNow set, for the broker to take its
+// own current second, whatever time the request arrives.
+func window(now time.Time, startArg, endArg, durArg string) (start, end time.Time, startNow bool, err error) {
 	if startArg == "" {
-		return start, end, usageErr(fmt.Errorf("--start: give when the reservation begins, as in --start 2026-12-03T17:00:00Z, --start 17:00 or --start now+2h"))
+		return start, end, false, usageErr(fmt.Errorf("--start: give when the reservation begins, as in --start now, --start 17:00, --start tomorrow 09:00 or --start 2026-12-03T17:00:00Z"))
 	}
-	if start, err = when.ParseTime(startArg, now); err != nil {
-		return start, end, flagErr("--start", err)
+	if start, err = startTime(startArg, now); err != nil {
+		return start, end, false, err
 	}
-	start = time.Unix(start.Unix(), 0).UTC()
-	if !start.After(now) {
-		return start, end, flagErr("--start", fmt.Errorf("%s is not in the future: give a later time", fmtTime(start)))
-	}
+	startNow = start.Unix() == now.Unix()
 	switch {
 	case endArg != "" && durArg != "":
-		return start, end, usageErr(fmt.Errorf("--end and --duration exclude each other: give one"))
+		return start, end, false, usageErr(fmt.Errorf("--end and --duration exclude each other: give one"))
 	case endArg == "" && durArg == "":
-		return start, end, usageErr(fmt.Errorf("--duration or --end: say how long the reservation lasts, as in --duration 8h"))
+		return start, end, false, usageErr(fmt.Errorf("--duration or --end: say how long the reservation lasts, as in --duration 8h"))
 	case durArg != "":
 		secs, err := parseSeconds(durArg, "duration", false)
 		if err != nil {
-			return start, end, flagErr("--duration", err)
+			return start, end, false, flagErr("--duration", err)
 		}
-		return start, start.Add(time.Duration(secs) * time.Second), nil
+		return start, start.Add(time.Duration(secs) * time.Second), startNow, nil
 	}
 	if end, err = when.ParseTime(endArg, now); err != nil {
-		return start, end, flagErr("--end", err)
+		return start, end, false, flagErr("--end", err)
 	}
 	end = time.Unix(end.Unix(), 0).UTC()
 	if !end.After(start) {
-		return start, end, flagErr("--end", fmt.Errorf("%s is not after --start %s", fmtTime(end), fmtTime(start)))
+		return start, end, false, flagErr("--end", fmt.Errorf("%s is not after --start %s", fmtTime(end), fmtTime(start)))
 	}
-	return start, end, nil
+	return start, end, startNow, nil
+}
+
+// startTime reads a reservation's --start, in whole seconds (UTC). It may
+// be in the current second (--start now), not before.
+func startTime(arg string, now time.Time) (time.Time, error) {
+	start, err := when.ParseTime(arg, now)
+	if err != nil {
+		return start, flagErr("--start", err)
+	}
+	start = time.Unix(start.Unix(), 0).UTC()
+	if start.Unix() < now.Unix() {
+		return start, flagErr("--start", fmt.Errorf("%s is in the past: give now or a later time", fmtTime(start)))
+	}
+	return start, nil
 }
 
 // nodeFlags reads --nodes and --nodelist, which exclude each other.
@@ -627,8 +641,8 @@ func resvUpdateCommand() *cli.Command {
 			"before the reservation starts; an active reservation can be extended or shortened.\n" +
 			"--dry-run shows the reservation as it would be and the jobs it would kill.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "start", Usage: "a new start (before it starts only)"},
-			&cli.StringFlag{Name: "end", Usage: "a new end"},
+			&cli.StringFlag{Name: "start", Usage: "a new start (before it starts only): " + timeForms},
+			&cli.StringFlag{Name: "end", Usage: "a new end, a time as --start reads it"},
 			&cli.StringFlag{Name: "duration", Usage: "a new length, from the (new) start"},
 			&cli.StringSliceFlag{Name: "add-users", Usage: "give these users access: comma-separated names (repeatable)"},
 			&cli.StringSliceFlag{Name: "remove-users", Usage: "take access from these users: comma-separated names (repeatable)"},
@@ -667,13 +681,10 @@ func readResvUpdateFlags(c *cli.Context) resvUpdateFlags {
 func (f resvUpdateFlags) request(name string, now time.Time) (r api.ResvUpdateRequest, fromStart time.Duration, err error) {
 	r = api.ResvUpdateRequest{Name: name, DryRun: f.DryRun}
 	if f.Start != "" {
-		if r.Start, err = when.ParseTime(f.Start, now); err != nil {
-			return r, 0, flagErr("--start", err)
+		if r.Start, err = startTime(f.Start, now); err != nil {
+			return r, 0, err
 		}
-		r.Start = time.Unix(r.Start.Unix(), 0).UTC()
-		if !r.Start.After(now) {
-			return r, 0, flagErr("--start", fmt.Errorf("%s is not in the future: give a later time", fmtTime(r.Start)))
-		}
+		r.StartNow = r.Start.Unix() == now.Unix()
 	}
 	switch {
 	case f.End != "" && f.Duration != "":
@@ -777,7 +788,7 @@ func resvPlanCommand() *cli.Command {
 			nodelistFlag(),
 			&cli.StringSliceFlag{Name: "qpu", Usage: "QPU slots, NAME:SLOTS (repeatable, or comma-separated)"},
 			&cli.StringFlag{Name: "duration", Usage: "how long the reservation would last"},
-			&cli.StringFlag{Name: "after", Usage: "the earliest start to consider (default now)"},
+			&cli.StringFlag{Name: "after", Usage: "the earliest start to consider (default now): " + timeForms},
 			&cli.IntFlag{Name: "count", Value: 5, Usage: "how many windows to list, at most 50"},
 			&cli.IntFlag{Name: "project", Usage: "also project the first N queued jobs without a planned start (beyond the policy's depth) and list those each window would delay, at most 64"},
 			&cli.StringFlag{Name: "overlap", Usage: "drain (only windows that kill nothing) or kill", DefaultText: "drain"},

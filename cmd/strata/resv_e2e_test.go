@@ -19,6 +19,7 @@ import (
 
 	"github.com/strata-hpc/strata/api"
 	"github.com/strata-hpc/strata/internal/hostlist"
+	"github.com/strata-hpc/strata/internal/when"
 )
 
 // End-to-end tests of resv, uri, batch and alloc: the real strata binary
@@ -617,4 +618,56 @@ func exitOf(err error) int {
 		return -1
 	}
 	return 0
+}
+
+// TestCLIResvTimes: times as people type them, through the real CLI and
+// broker. --start now starts the reservation at once (it used to be
+// refused as "not in the future"); resv update --start now brings a
+// pending one forward; a start in the past is refused with the forms.
+func TestCLIResvTimes(t *testing.T) {
+	t.Parallel()
+	b := startCLIBroker(t, "n[0-3]", "alice")
+
+	before := time.Now().Truncate(time.Second)
+	var rv api.Resv
+	b.mustJSON(&rv, "admin", "resv", "create", "--name", "now", "--start", "now", "--duration", "1h", "--nodelist", "n0", "--users", "alice", "--json")
+	if rv.Start.Before(before) || rv.Start.After(time.Now()) || rv.End.Sub(rv.Start) != time.Hour {
+		t.Errorf("--start now: %v to %v, want a start at about %v and 1h", rv.Start, rv.End, before)
+	}
+	b.until(time.Now().Add(10*time.Second), "the reservation to start", func() bool { return b.resv("now").State == "active" })
+
+	b.mustJSON(&rv, "admin", "resv", "create", "--name", "later", "--start", "now+2days", "--duration", "30m", "--nodelist", "n1", "--json")
+	if d := time.Until(rv.Start); d < 47*time.Hour || d > 48*time.Hour || rv.End.Sub(rv.Start) != 30*time.Minute {
+		t.Errorf("--start now+2days: %v to %v", rv.Start, rv.End)
+	}
+	before = time.Now().Truncate(time.Second)
+	b.must("admin", "resv", "update", "later", "--start", "now", "--duration", "30m")
+	b.until(time.Now().Add(10*time.Second), "the moved reservation to start", func() bool {
+		rv = b.resv("later")
+		return rv.State == "active"
+	})
+	if rv.Start.Before(before) || rv.End.Sub(rv.Start) != 30*time.Minute {
+		t.Errorf("update --start now: %v to %v", rv.Start, rv.End)
+	}
+
+	past := time.Now().Add(-time.Minute).Format(time.RFC3339)
+	b.expect("admin", 2, "is in the past: give now or a later time", "resv", "create", "--name", "past", "--start", past, "--duration", "1h", "--nodes", "1")
+	r := b.expect("admin", 2, `--start: cannot read time "someday": use now, now+1hour`, "resv", "create", "--name", "x", "--start", "someday", "--duration", "1h", "--nodes", "1")
+	if !strings.Contains(r.stderr, "tuesday 09:00") {
+		t.Errorf("the error does not list the forms: %s", r)
+	}
+	if out := b.must("admin", "resv", "list"); strings.Contains(out, "past") || strings.Contains(out, "x ") {
+		t.Errorf("a refused reservation was made:\n%s", out)
+	}
+
+	// submit --begin reads the same forms, in the user's local zone.
+	kolkata, err := time.LoadLocation("Asia/Kolkata")
+	if err != nil {
+		t.Skipf("no zone data for the local-time check: %v", err)
+	}
+	r = b.run("alice", []string{"TZ=Asia/Kolkata"}, "submit", "--begin", "tomorrow 09:00", "--", "true")
+	want, _ := when.ParseTime("tomorrow 09:00", time.Now().In(kolkata))
+	if j := b.job("alice", b.id(r.stdout)); !j.BeginTime.Equal(want) || j.State != api.JobPending {
+		t.Errorf("submit --begin 'tomorrow 09:00' in Kolkata: %s, begin %v; want pending until %v", j.State, j.BeginTime, want)
+	}
 }

@@ -61,6 +61,19 @@ func TestResvCreateRequests(t *testing.T) {
 		// Relative times are relative to now; starts are whole seconds.
 		{"--name physics --start +1h --duration 30m --nodes 2", []api.ResvCreateRequest{{Name: "physics", Start: testNow.Add(time.Hour), End: testNow.Add(90 * time.Minute), Nodes: 2}}},
 		{"--name physics --start 17:00 --duration 1d12h --nodes 2", []api.ResvCreateRequest{{Name: "physics", Start: utc("2026-12-02T17:00:00Z"), End: utc("2026-12-04T05:00:00Z"), Nodes: 2}}},
+		// now is this very second: the broker takes its own (StartNow).
+		{"--name physics --start now --duration 8h --nodes 2", []api.ResvCreateRequest{{Name: "physics", Start: testNow, End: testNow.Add(8 * time.Hour), StartNow: true, Nodes: 2}}},
+		{"--name physics --start now+0 --end 2026-12-02T12:00:00Z --nodes 2", []api.ResvCreateRequest{{Name: "physics", Start: testNow, End: utc("2026-12-02T12:00:00Z"), StartNow: true, Nodes: 2}}},
+		{"--name physics --start now+1 --duration 8h --nodes 2", []api.ResvCreateRequest{{Name: "physics", Start: testNow.Add(time.Second), End: testNow.Add(8*time.Hour + time.Second), Nodes: 2}}},
+		{"--name dat --start now --duration 1h --nodes 2 --every 1d --until now+36hours", []api.ResvCreateRequest{
+			{Name: "dat-1", Start: testNow, End: testNow.Add(time.Hour), StartNow: true, Nodes: 2},
+			{Name: "dat-2", Start: testNow.Add(24 * time.Hour), End: testNow.Add(25 * time.Hour), Nodes: 2},
+		}},
+		// Times as people type them.
+		{"--name physics --start now+1hour --duration 30m --nodes 2", []api.ResvCreateRequest{{Name: "physics", Start: testNow.Add(time.Hour), End: testNow.Add(90 * time.Minute), Nodes: 2}}},
+		{"--name physics --start 'tomorrow 09:00' --duration 8h --nodes 2", []api.ResvCreateRequest{{Name: "physics", Start: utc("2026-12-03T09:00:00Z"), End: utc("2026-12-03T17:00:00Z"), Nodes: 2}}},
+		{"--name physics --start tue --end wed --nodes 2", []api.ResvCreateRequest{{Name: "physics", Start: utc("2026-12-08T00:00:00Z"), End: utc("2026-12-09T00:00:00Z"), Nodes: 2}}},
+		{"--name physics --start 12/24 --duration 1d --nodes 2", []api.ResvCreateRequest{{Name: "physics", Start: utc("2026-12-24T00:00:00Z"), End: utc("2026-12-25T00:00:00Z"), Nodes: 2}}},
 		{win + " --nodelist node[0-63]", []api.ResvCreateRequest{base(func(r *api.ResvCreateRequest) { r.Nodes, r.NodeList = 0, "node[0-63]" })}},
 		// Hostlists, --qpu and --users lists keep their commas.
 		{win + " --nodelist node[0-3,8] --qpu qpu0:4 --qpu qpu1:1,qpu2:2 --users alice,bob --users ' carol '", []api.ResvCreateRequest{base(func(r *api.ResvCreateRequest) {
@@ -108,10 +121,12 @@ func TestResvCreateErrors(t *testing.T) {
 		{"--name Physics! --start 2026-12-03T17:00:00Z --duration 8h --nodes 4", "--name"},
 		{"--name a234567890123456789012345678901 --start 2026-12-03T17:00:00Z --duration 1h --nodes 1 --every 1d --until 2027-01-30T00:00:00Z", "--name"},
 		{"--name physics --duration 8h --nodes 4", "--start"},
-		{"--name physics --start tomorrow --duration 8h --nodes 4", "--start"},
+		{"--name physics --start someday --duration 8h --nodes 4", "--start"},
+		{"--name physics --start 02/30 --duration 8h --nodes 4", "February has no day 30"},
+		{"--name physics --start 2026-12-02T09:59:59Z --duration 8h --nodes 4", "2026-12-02T09:59:59Z is in the past: give now or a later time"},
+		{"--name physics --start today --duration 8h --nodes 4", "in the past"},
 		{"--name physics --start 2026-12-03T25:00:00Z --duration 8h --nodes 4", "--start"},
 		{"--name physics --start 2026-12-01T17:00:00Z --duration 8h --nodes 4", "--start"}, // in the past
-		{"--name physics --start now --duration 8h --nodes 4", "--start"},
 		{"--name physics --start 2026-12-03T17:00:00Z --nodes 4", "--duration or --end"},
 		{"--name physics --start 2026-12-03T17:00:00Z --duration 8h --end 2026-12-04T01:00:00Z --nodes 4", "--end and --duration"},
 		{"--name physics --start 2026-12-03T17:00:00Z --duration soon --nodes 4", "--duration"},
@@ -188,6 +203,8 @@ func TestResvUpdateRequest(t *testing.T) {
 		// broker knows, unless --start is given.
 		{"physics --duration 10h", api.ResvUpdateRequest{Name: "physics"}, 10 * time.Hour},
 		{"physics --start 2026-12-03T18:00:00Z --duration 10h", api.ResvUpdateRequest{Name: "physics", Start: utc("2026-12-03T18:00:00Z"), End: utc("2026-12-04T04:00:00Z")}, 0},
+		{"physics --start now --duration 2h", api.ResvUpdateRequest{Name: "physics", Start: testNow, End: testNow.Add(2 * time.Hour), StartNow: true}, 0},
+		{"physics --start noon", api.ResvUpdateRequest{Name: "physics", Start: utc("2026-12-02T12:00:00Z")}, 0},
 		{"physics --add-users dave,erin --remove-users bob --dry-run", api.ResvUpdateRequest{Name: "physics", AddUsers: []string{"dave", "erin"}, RemoveUsers: []string{"bob"}, DryRun: true}, 0},
 		{"--nodes 8 physics --json", api.ResvUpdateRequest{Name: "physics", Nodes: 8}, 0},
 		{"physics --nodelist n[0-3,7]", api.ResvUpdateRequest{Name: "physics", NodeList: "n[0-3,7]"}, 0},
@@ -207,10 +224,10 @@ func TestResvUpdateRequest(t *testing.T) {
 		{"physics dat --end 2026-12-04T03:00:00Z", "one reservation name"},
 		{"Physics! --end 2026-12-04T03:00:00Z", "reservation name"},
 		{"physics --end 2026-12-04T03:00:00Z --duration 1h", "--end and --duration"},
-		{"physics --end tomorrow", "--end"},
+		{"physics --end someday", "--end"},
 		{"physics --start 2026-12-03T18:00:00Z --end 2026-12-03T17:00:00Z", "--end"},
 		{"physics --start 2026-12-01T18:00:00Z", "--start"},
-		{"physics --start noon", "--start"},
+		{"physics --start today", "--start"},
 		{"physics --duration 0s", "--duration"},
 		{"physics --nodes 2 --nodelist n[0-1]", "--nodes and --nodelist"},
 		{"physics --nodelist n[0-", "--nodelist"},

@@ -29,7 +29,7 @@ func jobFlags() []cli.Flag {
 			Usage: "walltime: 90m, 1h30m, 1d12h, D-HH:MM:SS, HH:MM:SS, MM:SS, or minutes alone (90); default: the instance's"},
 		&cli.StringFlag{Name: "name", Usage: "the job's name (default: the command's base name)"},
 		&cli.StringFlag{Name: "resv", Usage: "run inside this reservation"},
-		&cli.StringFlag{Name: "begin", Usage: "not before this time: RFC 3339, now+2h, +30m, 17:00"},
+		&cli.StringFlag{Name: "begin", Usage: "not before this time: " + timeForms},
 		&cli.BoolFlag{Name: "hold", Usage: "queue the job held, until 'strata job update ID --release'"},
 		&cli.StringFlag{Name: "afterok", Usage: "start after these jobs completed (comma-separated IDs)"},
 		&cli.StringFlag{Name: "afterany", Usage: "start after these jobs ended, however (comma-separated IDs)"},
