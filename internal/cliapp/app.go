@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/urfave/cli/v2"
 )
@@ -20,8 +21,11 @@ func Version() string { return version }
 // with none, as in the strata front end, 'strata broker' and 'strata demo'
 // run the strata-broker program in its place (see launcher).
 func Main(server ...*cli.Command) {
+	mainAt = time.Now()
 	app := newApp(server...)
-	if err := app.Run(permuteArgs(app, os.Args)); err != nil {
+	err := app.Run(permuteArgs(app, os.Args))
+	writeTimings()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "strata:", err)
 		os.Exit(exitCode(err))
 	}

@@ -139,7 +139,11 @@ func dial(c *cli.Context) (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return client.Dial(u.String(), client.WithCreds(connString(c, "creds")))
+	cl, err := client.Dial(u.String(), client.WithCreds(connString(c, "creds")))
+	if err == nil && connectedAt.IsZero() {
+		connectedAt = time.Now()
+	}
+	return cl, err
 }
 
 // noArgs refuses arguments to a command that takes none.
