@@ -342,6 +342,7 @@ func (c *committer) note(p pubRec, err error) {
 	c.retry = slices.DeleteFunc(c.retry, func(q pubRec) bool { return q.subj == p.subj })
 	c.retry = append(c.retry, p)
 	if len(c.held) == 0 && !c.isFailing() {
+		err = c.r.b.explainStoreError(err)
 		c.r.b.log.Error("the store refused a write; holding every change until it takes them", "subject", p.subj, "err", err)
 		c.r.storeFailure(err)
 		c.mu.Lock()

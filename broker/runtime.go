@@ -357,6 +357,11 @@ func (r *Runtime) Close() error {
 	for _, s := range svcs {
 		s.Stop()
 	}
+	if r.storeErr.Load() != nil {
+		// What waits on the store waits in vain: stop the committer,
+		// failing what it holds, so that nothing waits any more.
+		r.commits.halt()
+	}
 	r.waitIdle() // starts in flight finish and are recorded
 	err := r.exec.Close()
 	<-r.done

@@ -213,7 +213,7 @@ func (w *workload) run(n int) {
 				var qj api.QPUJob
 				err = ignore(alice.Call(ctx, api.OpQPUSubmit, api.QPUSubmitRequest{Backend: "qpu0", Payload: []byte("h q0"), Job: id,
 					Key: fmt.Sprintf("q-%d-%d", w.round, w.ops)}, &qj), api.ErrFailedPrecondition, api.ErrPermissionDenied, api.ErrNotFound)
-				if err == nil && w.rng.IntN(3) == 0 {
+				if err == nil && qj.ID != 0 && w.rng.IntN(3) == 0 {
 					err = ignore(alice.Call(ctx, api.OpQPUCancel, api.QPUJobRequest{ID: qj.ID}, nil), api.ErrConflict)
 				}
 			}
