@@ -46,14 +46,20 @@ type Config struct {
 // Instance is one resource-manager instance and, for the root, the tree
 // below it. It is not safe for concurrent use.
 type Instance struct {
-	path    string
-	cfg     Config
-	tl      *timeline.Timeline
-	queue   *btree.BTreeG[*Job] // pending jobs by priority; change it through enqueueJob and dequeueJob
-	run     map[JobID]*Job      // running jobs
-	nplan   int                 // planned jobs
-	freed   bool                // resources freed since the last compression
-	blocked bool                // the last pass left an eligible job waiting
+	path  string
+	cfg   Config
+	tl    *timeline.Timeline
+	queue *btree.BTreeG[*Job] // pending jobs by priority; change it through enqueueJob and dequeueJob
+	run   map[JobID]*Job      // running jobs
+	nplan int                 // planned jobs
+	// planUse counts, per node, the planned spans on it, and planSet is
+	// the nodes it counts, rebuilt when planStale: a job starting now
+	// prefers them (see startNodes).
+	planUse   []int32
+	planSet   timeline.NodeSet
+	planStale bool
+	freed     bool // resources freed since the last compression
+	blocked   bool // the last pass left an eligible job waiting
 	// nodeless counts the queued jobs that ask for no node (QPU slots
 	// only): while there are none, a pass stops once no node is free.
 	nodeless int
