@@ -66,6 +66,7 @@ type Instance struct {
 	// pass numbers the scheduling passes; cut is set when the latest
 	// stopped before the end of the queue (see schedule).
 	pass   uint64
+	passAt Time // the time of the latest pass
 	cut    bool
 	parent *Instance
 	resv   *Resv       // the reservation this instance serves, if any

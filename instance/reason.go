@@ -16,6 +16,7 @@ const (
 	waitNew       waitKind = iota // not yet considered by a pass
 	waitHeld                      // held by its owner or an admin
 	waitDep                       // a dependency has not ended (blockedBy says which)
+	waitBegin                     // its begin time is still ahead
 	waitFCFS                      // fcfs: a job ahead of it has not started
 	waitPlanned                   // has a planned start
 	waitResources                 // no planned start: beyond the policy's depth
@@ -29,6 +30,8 @@ func (in *Instance) pendingReason(j *Job) string {
 		return fmt.Sprintf("held; release it with 'strata job update %d --release'", j.ID)
 	case waitDep:
 		return j.blockedBy
+	case waitBegin:
+		return "waiting for its begin time, " + fmtTime(j.Spec.Begin)
 	case waitFCFS:
 		return "waiting for the jobs ahead of it (fcfs)"
 	case waitPlanned:

@@ -57,6 +57,7 @@ func (in *Instance) schedule(now Time) {
 		in.freed = false
 	}
 	in.pass++
+	in.passAt = now
 	in.cut = false
 	w := walk{free: in.freeNodesAt(now), plannedLeft: in.nplan}
 	in.queue.Ascend(func(j *Job) bool {
@@ -93,6 +94,8 @@ func (in *Instance) waitOf(j *Job) waitKind {
 		return waitHeld
 	case j.blockedBy != "":
 		return waitDep
+	case j.Spec.Begin > in.passAt:
+		return waitBegin
 	case !in.cfg.Policy.Backfill:
 		return waitFCFS
 	}
@@ -125,6 +128,16 @@ func (in *Instance) consider(now Time, j *Job, w *walk) {
 		in.unplan(j)
 		j.wait = waitDep
 		return
+	case j.Spec.Begin > now:
+		// Like a hold or a dependency, a begin time still ahead is the
+		// job's own reason to wait: it neither holds back the jobs
+		// behind it nor takes a place the policy protects (else one
+		// job with a begin time a year ahead would be the job EASY
+		// protects, and the queue behind it would have none). It is
+		// considered, in its place, once its begin time has come.
+		in.unplan(j)
+		j.wait = waitBegin
+		return
 	case w.blocked && !pol.Backfill:
 		in.unplan(j)
 		j.wait = waitFCFS
@@ -154,7 +167,18 @@ func (in *Instance) consider(now Time, j *Job, w *walk) {
 		}
 	}
 	w.blocked = true
-	if w.protected < pol.Depth {
+	// A job that waits may take a protected place, but not one a job
+	// behind it holds: the plans kept are counted first, so that a job
+	// ahead that only now may run (its hold released, its dependency
+	// met, its begin time come, or a more urgent job) waits for a free
+	// place rather than taking the planned start of one that waited
+	// longer. Under fcfs the order is strict, and the first job waiting
+	// is the one planned.
+	kept := w.plannedLeft
+	if !pol.Backfill {
+		kept = 0
+	}
+	if w.protected < pol.Depth-kept {
 		w.protected++
 		in.plan(now, j)
 		return
