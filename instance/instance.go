@@ -231,10 +231,23 @@ func (in *Instance) Job(id JobID) (Job, bool) {
 // all.
 func (in *Instance) Jobs(keep func(*Job) bool) []Job {
 	var out []Job
+	var pos map[*Job]int // queue positions, found in one walk when needed
 	for _, j := range in.sh.jobs {
-		if j.inst == in && (keep == nil || keep(j)) {
-			out = append(out, j.copy())
+		if j.inst != in || keep != nil && !keep(j) {
+			continue
 		}
+		if j.State != Pending {
+			out = append(out, j.copyAt(0))
+			continue
+		}
+		if pos == nil {
+			pos = make(map[*Job]int, in.queue.Len())
+			in.queue.Ascend(func(o *Job) bool {
+				pos[o] = len(pos) + 1
+				return true
+			})
+		}
+		out = append(out, j.copyAt(pos[j]))
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].ID < out[b].ID })
 	return out

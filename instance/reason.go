@@ -23,32 +23,40 @@ const (
 	waitNoFit                     // cannot be placed at all (waitErr says why)
 )
 
-// pendingReason is the sentence for a pending job's wait.
-func (in *Instance) pendingReason(j *Job) string {
-	switch in.waitOf(j) {
-	case waitHeld:
+// pendingReason is the sentence for a pending job's wait w. It says what
+// Job.Reason always said; Wait carries the rest (what blocks it).
+func (in *Instance) pendingReason(j *Job, w *Wait) string {
+	switch w.Kind {
+	case WaitHold:
 		return fmt.Sprintf("held; release it with 'strata job update %d --release'", j.ID)
-	case waitDep:
+	case WaitDependency:
 		return j.blockedBy
-	case waitBegin:
-		return "waiting for its begin time, " + fmtTime(j.Spec.Begin)
-	case waitFCFS:
+	case WaitBegin:
+		return "waiting for its begin time, " + fmtTime(w.Until)
+	case WaitOrder:
 		return "waiting for the jobs ahead of it (fcfs)"
-	case waitPlanned:
-		why := in.resourceText(j) + " not free until then"
-		if j.Spec.Begin == j.PlannedStart {
-			why = "waiting for its begin time"
-		} else if r := in.resv; r != nil && j.PlannedStart == r.Start {
-			why = "waiting for reservation " + r.Name + " to start"
-		}
-		return fmt.Sprintf("%s; planned to start at %s", why, fmtTime(j.PlannedStart))
-	case waitResources:
+	case WaitNodes, WaitQPU:
+		return fmt.Sprintf("%s not free until then; planned to start at %s", in.resourceText(j), fmtTime(w.Until))
+	case WaitReservation:
+		return fmt.Sprintf("waiting for reservation %s to start; planned to start at %s", w.Resv, fmtTime(w.Until))
+	case WaitPriority:
 		return in.resourceText(j) + " not free; jobs ahead of it have priority"
-	case waitNoFit:
+	case WaitNoFit:
 		if errors.Is(j.waitErr, timeline.ErrNoFit) && in.resv != nil {
 			return fmt.Sprintf("%s for %s do not fit before reservation %s ends at %s", in.resourceText(j), fmtDur(j.Spec.Walltime), in.resv.Name, fmtTime(in.resv.End))
 		}
 		return fmt.Sprintf("cannot be placed: %v", j.waitErr)
 	}
 	return j.Reason
+}
+
+// position returns pending job j's place in its instance's queue, 1 for
+// the first.
+func (in *Instance) position(j *Job) int {
+	n := 0
+	in.queue.Ascend(func(o *Job) bool {
+		n++
+		return o != j
+	})
+	return n
 }
