@@ -41,7 +41,9 @@
 // running job's walltime is extended or a reservation takes its nodes
 // (TestHeadPlanNeverLater checks it on random workloads).
 //
-// Every pending job carries a Reason (why it is not running) and, when it is
+// Every pending job carries a Wait (why it is not running, as data: the
+// kind, the jobs, nodes, reservation or QPU backend in its way, until when,
+// its place in the queue), the same as a sentence in Reason, and, when it is
 // planned, a PlannedStart; every transition is recorded as an Event with its
 // time and cause, so that a job's whole story can be read back.
 //
