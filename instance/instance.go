@@ -231,23 +231,19 @@ func (in *Instance) Job(id JobID) (Job, bool) {
 // all.
 func (in *Instance) Jobs(keep func(*Job) bool) []Job {
 	var out []Job
-	var pos map[*Job]int // queue positions, found in one walk when needed
+	var places map[*Job]place // found in one walk of the queue, when needed
 	for _, j := range in.sh.jobs {
 		if j.inst != in || keep != nil && !keep(j) {
 			continue
 		}
 		if j.State != Pending {
-			out = append(out, j.copyAt(0))
+			out = append(out, j.copyAt(place{}))
 			continue
 		}
-		if pos == nil {
-			pos = make(map[*Job]int, in.queue.Len())
-			in.queue.Ascend(func(o *Job) bool {
-				pos[o] = len(pos) + 1
-				return true
-			})
+		if places == nil {
+			places = in.places()
 		}
-		out = append(out, j.copyAt(pos[j]))
+		out = append(out, j.copyAt(places[j]))
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].ID < out[b].ID })
 	return out

@@ -157,19 +157,19 @@ func (j *Job) record(now Time, st State, reason string) {
 
 // copy returns a copy of the record safe to hand to callers.
 func (j *Job) copy() Job {
-	pos := 0
+	var p place
 	if j.State == Pending && j.inst != nil {
-		pos = j.inst.position(j)
+		p = j.inst.placeOf(j)
 	}
-	return j.copyAt(pos)
+	return j.copyAt(p)
 }
 
-// copyAt is copy for a job at position pos of its instance's queue.
-func (j *Job) copyAt(pos int) Job {
+// copyAt is copy for a job at place p of its instance's queue.
+func (j *Job) copyAt(p place) Job {
 	c := *j
 	c.Wait = nil
 	if j.State == Pending && j.inst != nil {
-		c.Wait = j.inst.waitFor(j, pos)
+		c.Wait = j.inst.waitFor(j, p)
 		c.Reason = j.inst.pendingReason(j, c.Wait)
 	}
 	c.Events = append([]Event(nil), j.Events...)

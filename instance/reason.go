@@ -49,14 +49,3 @@ func (in *Instance) pendingReason(j *Job, w *Wait) string {
 	}
 	return j.Reason
 }
-
-// position returns pending job j's place in its instance's queue, 1 for
-// the first.
-func (in *Instance) position(j *Job) int {
-	n := 0
-	in.queue.Ascend(func(o *Job) bool {
-		n++
-		return o != j
-	})
-	return n
-}

@@ -56,10 +56,48 @@ type Wait struct {
 // maxWaitJobs bounds the jobs a Wait names: enough to follow the chain.
 const maxWaitJobs = 16
 
-// waitFor returns pending job j's wait, at position pos of the queue, as
-// the latest pass left it.
-func (in *Instance) waitFor(j *Job, pos int) *Wait {
-	w := &Wait{Position: pos}
+// place is where a pending job stands in its instance's queue: its
+// position (1 for the first) and the planned jobs ahead of it (at most
+// maxWaitJobs), found in one walk of the queue.
+type place struct {
+	pos   int
+	ahead []JobID
+}
+
+// placeOf walks the queue up to pending job j.
+func (in *Instance) placeOf(j *Job) place {
+	var p place
+	in.queue.Ascend(func(o *Job) bool {
+		p.pos++
+		if o == j {
+			return false
+		}
+		if o.planned && len(p.ahead) < maxWaitJobs {
+			p.ahead = append(p.ahead, o.ID)
+		}
+		return true
+	})
+	return p
+}
+
+// places walks the whole queue once: the place of every pending job.
+func (in *Instance) places() map[*Job]place {
+	out := make(map[*Job]place, in.queue.Len())
+	var ahead []JobID
+	in.queue.Ascend(func(o *Job) bool {
+		out[o] = place{pos: len(out) + 1, ahead: ahead[:len(ahead):len(ahead)]}
+		if o.planned && len(ahead) < maxWaitJobs {
+			ahead = append(ahead, o.ID)
+		}
+		return true
+	})
+	return out
+}
+
+// waitFor returns pending job j's wait, at place p of the queue, as the
+// latest pass left it.
+func (in *Instance) waitFor(j *Job, p place) *Wait {
+	w := &Wait{Position: p.pos}
 	switch in.waitOf(j) {
 	case waitHeld:
 		w.Kind = WaitHold
@@ -74,9 +112,9 @@ func (in *Instance) waitFor(j *Job, pos int) *Wait {
 	case waitBegin:
 		w.Kind, w.Until = WaitBegin, j.Spec.Begin
 	case waitFCFS:
-		w.Kind, w.Jobs = WaitOrder, in.plannedAhead(j)
+		w.Kind, w.Jobs = WaitOrder, sortedIDs(p.ahead)
 	case waitResources:
-		w.Kind, w.Jobs = WaitPriority, in.plannedAhead(j)
+		w.Kind, w.Jobs = WaitPriority, in.planned(j, p.ahead)
 	case waitNoFit:
 		w.Kind = WaitNoFit
 		if in.resv != nil {
@@ -88,20 +126,29 @@ func (in *Instance) waitFor(j *Job, pos int) *Wait {
 	return w
 }
 
-// plannedAhead returns the planned jobs ahead of j in the queue.
-func (in *Instance) plannedAhead(j *Job) []JobID {
+// planned returns the planned jobs that hold the places the policy
+// protects, for j which has none: those ahead of it, or, when a job ahead
+// only lately became free to run, those behind it that kept their plans
+// (see consider).
+func (in *Instance) planned(j *Job, ahead []JobID) []JobID {
+	if len(ahead) > 0 {
+		return sortedIDs(ahead)
+	}
 	var ids []JobID
 	in.queue.Ascend(func(o *Job) bool {
-		if o == j || len(ids) == maxWaitJobs {
-			return false
-		}
-		if o.planned {
+		if o.planned && o != j {
 			ids = append(ids, o.ID)
 		}
-		return true
+		return len(ids) < maxWaitJobs
 	})
-	slices.Sort(ids)
-	return ids
+	return sortedIDs(ids)
+}
+
+// sortedIDs returns a sorted copy of ids.
+func sortedIDs(ids []JobID) []JobID {
+	out := slices.Clone(ids)
+	slices.Sort(out)
+	return out
 }
 
 // plannedWait fills in w for planned job j: what holds its nodes (or its
