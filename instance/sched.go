@@ -285,9 +285,10 @@ func nodesCounted(use []int32) timeline.NodeSet {
 	return timeline.Nodes(idx...)
 }
 
-// countPlan adds sign to the plan count of the nodes of s.
+// countPlan adds sign to the plan count of the nodes of s. Only policies
+// of bounded depth read the counts (see startRequest).
 func (in *Instance) countPlan(s timeline.NodeSet, sign int32) {
-	if s.IsEmpty() {
+	if s.IsEmpty() || in.cfg.Policy.Depth == Unlimited {
 		return
 	}
 	if in.planUse == nil {
