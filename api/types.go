@@ -91,6 +91,38 @@ type JobEvent struct {
 	Reason string    `json:"reason,omitempty"` // "killed by reservation physics", "waiting for 12 nodes free at 17:00"
 }
 
+// Wait is why a pending job waits, as data: Job.Reason says it in a
+// sentence. Kind is one of the WaitKind values; the other fields are set
+// when they apply to it.
+type Wait struct {
+	Kind    WaitKind  `json:"kind"`
+	Jobs    []JobID   `json:"jobs,omitempty"`    // what it waits for: unmet dependencies; jobs holding its nodes or slots until its planned start; planned jobs with priority
+	Nodes   string    `json:"nodes,omitempty"`   // hostlist of the nodes it is planned on (kind nodes)
+	Resv    string    `json:"resv,omitempty"`    // the reservation it waits for, or that holds its nodes
+	Backend string    `json:"backend,omitempty"` // the QPU backend whose slots it waits for (kind qpu)
+	Until   time.Time `json:"until,omitzero"`    // the begin time or planned start it waits for
+	// Position is its place in its instance's queue, 1 for the first, in
+	// the order the scheduler considers the jobs.
+	Position int `json:"position"`
+}
+
+// WaitKind is the kind of a pending job's wait.
+type WaitKind string
+
+// The kinds of wait.
+const (
+	WaitNone        WaitKind = "none"        // not yet considered by the scheduler
+	WaitHold        WaitKind = "hold"        // held by its owner or an admin
+	WaitDependency  WaitKind = "dependency"  // a job it depends on has not ended
+	WaitBegin       WaitKind = "begin"       // its begin time is still ahead
+	WaitOrder       WaitKind = "order"       // fcfs: jobs ahead of it have not started
+	WaitPriority    WaitKind = "priority"    // other jobs hold the planned starts the policy protects
+	WaitNodes       WaitKind = "nodes"       // its nodes are in use until its planned start
+	WaitQPU         WaitKind = "qpu"         // QPU slots are in use until its planned start
+	WaitReservation WaitKind = "reservation" // it waits for its reservation to start
+	WaitNoFit       WaitKind = "nofit"       // it cannot be placed at all
+)
+
 // Job is a job record: what jobs, job and submit return. Times are RFC 3339
 // and omitted when unset.
 type Job struct {
@@ -99,6 +131,7 @@ type Job struct {
 	Name         string         `json:"name,omitempty"`
 	State        JobState       `json:"state"`
 	Reason       string         `json:"reason,omitempty"` // why it waits, or why it ended
+	Wait         *Wait          `json:"wait,omitempty"`   // why a pending job waits, as data
 	Nodes        string         `json:"nodes,omitempty"`  // hostlist of the nodes it runs or ran on: "node[0-7]"
 	NNodes       int            `json:"nnodes"`
 	Walltime     int64          `json:"walltime_s"` // seconds

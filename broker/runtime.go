@@ -937,6 +937,15 @@ func (r *Runtime) apiJob(j instance.Job) api.Job {
 	if len(j.Nodes) > 0 {
 		out.Nodes = hostlist.Format(j.Nodes)
 	}
+	if w := j.Wait; w != nil {
+		out.Wait = &api.Wait{Kind: api.WaitKind(w.Kind.String()), Resv: w.Resv, Backend: w.Backend, Until: unix(w.Until), Position: w.Position}
+		for _, id := range w.Jobs {
+			out.Wait.Jobs = append(out.Wait.Jobs, api.JobID(id))
+		}
+		if len(w.Nodes) > 0 {
+			out.Wait.Nodes = hostlist.Format(w.Nodes)
+		}
+	}
 	if j.State.Final() && j.Start != 0 {
 		code := j.ExitCode
 		out.ExitCode = &code

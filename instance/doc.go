@@ -32,7 +32,18 @@
 // hybrid:N (N). Planned starts only ever move earlier: when resources free
 // up early, planned jobs are compressed one at a time in priority order.
 //
-// Every pending job carries a Reason (why it is not running) and, when it is
+// No job starves by construction. A job that waits for a reason of its own
+// (a hold, a dependency, a begin time still ahead) holds back no one and
+// takes no protected place; and a job that becomes free to run ahead of a
+// planned one (released, its dependency met, its begin time come, or more
+// urgent) takes a protected place only when one is free, never the plan of
+// a job behind it. So the head's planned start moves later only when a
+// running job's walltime is extended or a reservation takes its nodes
+// (TestHeadPlanNeverLater checks it on random workloads).
+//
+// Every pending job carries a Wait (why it is not running, as data: the
+// kind, the jobs, nodes, reservation or QPU backend in its way, until when,
+// its place in the queue), the same as a sentence in Reason, and, when it is
 // planned, a PlannedStart; every transition is recorded as an Event with its
 // time and cause, so that a job's whole story can be read back.
 //

@@ -46,20 +46,27 @@ type Config struct {
 // Instance is one resource-manager instance and, for the root, the tree
 // below it. It is not safe for concurrent use.
 type Instance struct {
-	path    string
-	cfg     Config
-	tl      *timeline.Timeline
-	queue   *btree.BTreeG[*Job] // pending jobs by priority; change it through enqueueJob and dequeueJob
-	run     map[JobID]*Job      // running jobs
-	nplan   int                 // planned jobs
-	freed   bool                // resources freed since the last compression
-	blocked bool                // the last pass left an eligible job waiting
+	path  string
+	cfg   Config
+	tl    *timeline.Timeline
+	queue *btree.BTreeG[*Job] // pending jobs by priority; change it through enqueueJob and dequeueJob
+	run   map[JobID]*Job      // running jobs
+	nplan int                 // planned jobs
+	// planUse counts, per node, the planned spans on it, and planSet is
+	// the nodes it counts, rebuilt when planStale: a job starting now
+	// prefers them (see startNodes).
+	planUse   []int32
+	planSet   timeline.NodeSet
+	planStale bool
+	freed     bool // resources freed since the last compression
+	blocked   bool // the last pass left an eligible job waiting
 	// nodeless counts the queued jobs that ask for no node (QPU slots
 	// only): while there are none, a pass stops once no node is free.
 	nodeless int
 	// pass numbers the scheduling passes; cut is set when the latest
 	// stopped before the end of the queue (see schedule).
 	pass   uint64
+	passAt Time // the time of the latest pass
 	cut    bool
 	parent *Instance
 	resv   *Resv       // the reservation this instance serves, if any
@@ -224,10 +231,19 @@ func (in *Instance) Job(id JobID) (Job, bool) {
 // all.
 func (in *Instance) Jobs(keep func(*Job) bool) []Job {
 	var out []Job
+	var places map[*Job]place // found in one walk of the queue, when needed
 	for _, j := range in.sh.jobs {
-		if j.inst == in && (keep == nil || keep(j)) {
-			out = append(out, j.copy())
+		if j.inst != in || keep != nil && !keep(j) {
+			continue
 		}
+		if j.State != Pending {
+			out = append(out, j.copyAt(place{}))
+			continue
+		}
+		if places == nil {
+			places = in.places()
+		}
+		out = append(out, j.copyAt(places[j]))
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].ID < out[b].ID })
 	return out

@@ -107,3 +107,17 @@ func BenchmarkSubmit(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkJobs reads every job record of the loaded instance (about
+// 5,000 running, 5,000 pending with their Wait): what 'strata jobs -a'
+// costs the broker.
+func BenchmarkJobs(b *testing.B) {
+	in := loadedInstance(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if js := in.Jobs(nil); len(js) != 10000 {
+			b.Fatalf("%d jobs", len(js))
+		}
+	}
+}

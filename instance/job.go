@@ -122,6 +122,7 @@ type Job struct {
 	Spec   Spec   // normalised: Walltime, Urgency and Nodes are filled in
 	State  State
 	Reason string // why the job is pending, or how it ended
+	Wait   *Wait  // why a pending job waits, as data (nil unless pending)
 
 	Submit       Time
 	Start        Time // 0 until started
@@ -156,9 +157,20 @@ func (j *Job) record(now Time, st State, reason string) {
 
 // copy returns a copy of the record safe to hand to callers.
 func (j *Job) copy() Job {
-	c := *j
+	var p place
 	if j.State == Pending && j.inst != nil {
-		c.Reason = j.inst.pendingReason(j)
+		p = j.inst.placeOf(j)
+	}
+	return j.copyAt(p)
+}
+
+// copyAt is copy for a job at place p of its instance's queue.
+func (j *Job) copyAt(p place) Job {
+	c := *j
+	c.Wait = nil
+	if j.State == Pending && j.inst != nil {
+		c.Wait = j.inst.waitFor(j, p)
+		c.Reason = j.inst.pendingReason(j, c.Wait)
 	}
 	c.Events = append([]Event(nil), j.Events...)
 	for i, e := range c.Events {

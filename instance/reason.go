@@ -16,32 +16,32 @@ const (
 	waitNew       waitKind = iota // not yet considered by a pass
 	waitHeld                      // held by its owner or an admin
 	waitDep                       // a dependency has not ended (blockedBy says which)
+	waitBegin                     // its begin time is still ahead
 	waitFCFS                      // fcfs: a job ahead of it has not started
 	waitPlanned                   // has a planned start
 	waitResources                 // no planned start: beyond the policy's depth
 	waitNoFit                     // cannot be placed at all (waitErr says why)
 )
 
-// pendingReason is the sentence for a pending job's wait.
-func (in *Instance) pendingReason(j *Job) string {
-	switch in.waitOf(j) {
-	case waitHeld:
+// pendingReason is the sentence for a pending job's wait w. It says what
+// Job.Reason always said; Wait carries the rest (what blocks it).
+func (in *Instance) pendingReason(j *Job, w *Wait) string {
+	switch w.Kind {
+	case WaitHold:
 		return fmt.Sprintf("held; release it with 'strata job update %d --release'", j.ID)
-	case waitDep:
+	case WaitDependency:
 		return j.blockedBy
-	case waitFCFS:
+	case WaitBegin:
+		return "waiting for its begin time, " + fmtTime(w.Until)
+	case WaitOrder:
 		return "waiting for the jobs ahead of it (fcfs)"
-	case waitPlanned:
-		why := in.resourceText(j) + " not free until then"
-		if j.Spec.Begin == j.PlannedStart {
-			why = "waiting for its begin time"
-		} else if r := in.resv; r != nil && j.PlannedStart == r.Start {
-			why = "waiting for reservation " + r.Name + " to start"
-		}
-		return fmt.Sprintf("%s; planned to start at %s", why, fmtTime(j.PlannedStart))
-	case waitResources:
+	case WaitNodes, WaitQPU:
+		return fmt.Sprintf("%s not free until then; planned to start at %s", in.resourceText(j), fmtTime(w.Until))
+	case WaitReservation:
+		return fmt.Sprintf("waiting for reservation %s to start; planned to start at %s", w.Resv, fmtTime(w.Until))
+	case WaitPriority:
 		return in.resourceText(j) + " not free; jobs ahead of it have priority"
-	case waitNoFit:
+	case WaitNoFit:
 		if errors.Is(j.waitErr, timeline.ErrNoFit) && in.resv != nil {
 			return fmt.Sprintf("%s for %s do not fit before reservation %s ends at %s", in.resourceText(j), fmtDur(j.Spec.Walltime), in.resv.Name, fmtTime(in.resv.End))
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -37,6 +38,7 @@ var update = flag.Bool("update", false, "rewrite the golden scenario files in te
 //	at T marked NAME                    (running jobs marked to die at its start)
 //	at T rmresv NAME
 //	show ID | jobs [PATH] | resvs
+//	why ID                              (a pending job's Wait, as data)
 //
 // USER "admin" acts as an admin.
 func TestScenarios(t *testing.T) {
@@ -62,6 +64,9 @@ func TestScenarios(t *testing.T) {
 				}
 				for _, o := range s.run(line) {
 					out.WriteString(strings.TrimRight("> "+o, " ") + "\n")
+				}
+				for _, e := range s.checkWaits() {
+					t.Errorf("%s: after %q: %s", f, line, e)
 				}
 			}
 			if *update {
@@ -95,8 +100,115 @@ func diff(want, got string) string {
 }
 
 type scenario struct {
-	t  *testing.T
-	in *Instance
+	t   *testing.T
+	in  *Instance
+	now Time // of the latest "at"
+}
+
+// checkWaits checks that every pending job's Wait, in every instance of
+// the tree, is true now: what it names exists and is as it says, and a job
+// waiting for resources could not start now.
+func (s *scenario) checkWaits() []string {
+	if s.in == nil {
+		return nil
+	}
+	var errs []string
+	for _, path := range sortedPaths(s.in.sh.insts) {
+		in := s.in.sh.insts[path]
+		var order []JobID
+		in.Pending(func(id JobID, _ Time) bool { order = append(order, id); return true })
+		for i, id := range order {
+			j, _ := s.in.Job(id)
+			if e := checkWait(in, s.now, j, i+1); e != "" {
+				errs = append(errs, fmt.Sprintf("job %d (%s): %s", id, j.Reason, e))
+			}
+		}
+	}
+	return errs
+}
+
+func sortedPaths(m map[string]*Instance) []string {
+	var out []string
+	for p := range m {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func checkWait(in *Instance, now Time, j Job, pos int) string {
+	w := j.Wait
+	switch {
+	case w == nil:
+		return "no Wait"
+	case w.Position != pos:
+		return fmt.Sprintf("position %d, queue says %d", w.Position, pos)
+	}
+	planned := func(id JobID) bool {
+		o, ok := in.Job(id)
+		return ok && o.State == Pending && o.PlannedStart != 0
+	}
+	switch w.Kind {
+	case WaitNone:
+		return "wait kind none after a pass"
+	case WaitHold:
+		if !j.Spec.Hold {
+			return "kind hold, but not held"
+		}
+	case WaitDependency:
+		if len(w.Jobs) == 0 {
+			return "kind dependency, but no job named"
+		}
+		for _, id := range w.Jobs {
+			o, ok := in.Job(id)
+			if !ok || o.State.Final() || !slices.ContainsFunc(j.Spec.Deps, func(d Dep) bool { return d.Job == id }) {
+				return fmt.Sprintf("waits for job %d, which is not an unmet dependency", id)
+			}
+		}
+	case WaitBegin:
+		if w.Until != j.Spec.Begin || w.Until <= now {
+			return fmt.Sprintf("waits for its begin time %d, begin %d, now %d", w.Until, j.Spec.Begin, now)
+		}
+	case WaitOrder, WaitPriority:
+		if len(w.Jobs) == 0 {
+			return "waits for jobs with priority, but none named"
+		}
+		for _, id := range w.Jobs {
+			if !planned(id) {
+				return fmt.Sprintf("names job %d, which holds no planned start", id)
+			}
+		}
+	case WaitNodes, WaitQPU, WaitReservation:
+		if w.Until != j.PlannedStart || w.Until <= now {
+			return fmt.Sprintf("waits until %d, planned %d, now %d", w.Until, j.PlannedStart, now)
+		}
+		for _, id := range w.Jobs {
+			o, ok := in.Job(id)
+			if !ok || o.State != Running && !planned(id) {
+				return fmt.Sprintf("names job %d, which is neither running nor planned", id)
+			}
+		}
+		if w.Kind == WaitReservation && (in.resv == nil || in.resv.Name != w.Resv || in.resv.Start != w.Until) {
+			return fmt.Sprintf("waits for reservation %q to start at %d, which is not its instance's", w.Resv, w.Until)
+		}
+		if w.Kind == WaitQPU && j.Spec.Slots[w.Backend] == 0 {
+			return fmt.Sprintf("waits for QPU %q, which it does not use", w.Backend)
+		}
+		if w.Kind == WaitNodes && len(w.Jobs) == 0 && w.Resv == "" {
+			return "waits for nodes, but names nothing that holds them"
+		}
+		// It really cannot start now.
+		tl := in.Timeline()
+		if err := tl.Remove(spanOf(j.ID)); err != nil {
+			return "planned, but has no span"
+		}
+		if t := max(now, tl.Origin(), j.Spec.Begin); t == now {
+			if _, ok := tl.Fits(in.request(&j), now, in.hold(&j)); ok {
+				return "waits for resources, but fits now"
+			}
+		}
+	}
+	return ""
 }
 
 func actor(u string) Actor { return Actor{User: u, Admin: u == "admin"} }
@@ -177,6 +289,12 @@ func (s *scenario) run(line string) (out []string) {
 			out = append(out, fmt.Sprintf("  %d %s: %s", e.Time, e.State, e.Reason))
 		}
 		return out
+	case "why":
+		j, ok := s.in.Job(JobID(atoi(f[1])))
+		if !ok || j.Wait == nil {
+			return []string{"no wait"}
+		}
+		return []string{waitLine(*j.Wait)}
 	case "jobs":
 		path := "root"
 		if len(f) > 1 {
@@ -198,6 +316,7 @@ func (s *scenario) run(line string) (out []string) {
 		return out
 	case "at":
 		now := Time(atoi(f[1]))
+		s.now = now
 		out = s.at(now, f[2], f[3:])
 		for _, e := range s.in.Ready().Effects {
 			out = append(out, effectLine(e))
@@ -449,4 +568,29 @@ func effectLine(e Effect) string {
 		return fmt.Sprintf("%s %s: %s", e.Kind, e.ChildPath, e.Reason)
 	}
 	return fmt.Sprint(e)
+}
+
+// waitLine prints a Wait's fields, the empty ones left out.
+func waitLine(w Wait) string {
+	out := "wait " + w.Kind.String()
+	if len(w.Jobs) > 0 {
+		ids := make([]string, len(w.Jobs))
+		for i, id := range w.Jobs {
+			ids[i] = strconv.FormatInt(int64(id), 10)
+		}
+		out += " jobs=" + strings.Join(ids, ",")
+	}
+	if len(w.Nodes) > 0 {
+		out += " nodes=" + hostlist.Format(w.Nodes)
+	}
+	if w.Resv != "" {
+		out += " resv=" + w.Resv
+	}
+	if w.Backend != "" {
+		out += " backend=" + w.Backend
+	}
+	if w.Until != 0 {
+		out += fmt.Sprintf(" until=%d", w.Until)
+	}
+	return out + fmt.Sprintf(" position=%d", w.Position)
 }

@@ -237,6 +237,9 @@ func (sc *scenario) request() Request {
 	if sc.rare(3) {
 		r.Within = sc.nodeSet()
 	}
+	if sc.rare(3) {
+		r.Prefer = sc.nodeSet()
+	}
 	return r
 }
 
@@ -415,6 +418,12 @@ func (sc *scenario) step() {
 		}
 		if maskOf(u.Busy) != busy || !slices.Equal(u.Slots, use) || !slices.Equal(u.Spans, ids) {
 			sc.fail("UsageAt(%d) = %+v, oracle busy %v slots %v spans %v", at, u, setOf(busy), use, ids)
+		}
+		// Twice: the second answer comes from BusyAt's memo.
+		for range 2 {
+			if got := tl.BusyAt(at); maskOf(got) != busy {
+				sc.fail("BusyAt(%d) = %v, oracle %v", at, got, setOf(busy))
+			}
 		}
 	case op < 18: // clone
 		sc.note("[%d] Clone", k)

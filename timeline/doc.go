@@ -42,7 +42,12 @@
 // Best fit keeps the large free blocks for the large jobs that need them
 // rather than chipping at them, so the machine fragments less; and it keeps
 // each span a few runs long, which is what makes spans small in memory and
-// set operations cheap. The choice is deterministic.
+// set operations cheap. The choice is deterministic. A Request's Prefer
+// set is served first (best fit among its free runs), the other candidates
+// only for the rest: a scheduler uses it to keep the nodes free now for the
+// jobs that can start now when it places a future start, and the nodes
+// with no future plan for long jobs when it places a start now. Prefer
+// changes which nodes are chosen, never whether or when a request fits.
 //
 // # Errors
 //

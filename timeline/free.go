@@ -23,3 +23,32 @@ func (t *Timeline) FreeAt(at Time) (nodes int, slots []int) {
 	}
 	return nodes, slots
 }
+
+// BusyAt returns the nodes in use at instant at: those of the spans whose
+// window contains it. Outside [origin, horizon) it is the empty set. It
+// takes O(log spans + k log k) for the k spans covering the instant, and
+// O(1) when asked again about the same instant with no change to t in
+// between (a scheduler asks it for every future start it places, preferring
+// the nodes busy now; see Request.Prefer). The set is immutable and may be
+// kept. Not safe for concurrent use (see Timeline).
+func (t *Timeline) BusyAt(at Time) NodeSet {
+	if m := &t.busy; m.ok && m.version == t.version && m.at == at {
+		return m.nodes
+	}
+	var nodes NodeSet
+	if at >= t.res.origin && at < t.res.horizon && len(t.res.names) > 0 {
+		segs := t.collect(at, at+1, t.res.all)
+		free, _ := t.freeRuns(segs, t.res.all.runs)
+		nodes = NodeSet{runs: minusRuns(nil, t.res.all.runs, free)}
+	}
+	t.busy = busyMemo{ok: true, version: t.version, at: at, nodes: nodes}
+	return nodes
+}
+
+// busyMemo is BusyAt's last answer, at a version of the timeline.
+type busyMemo struct {
+	ok      bool
+	version uint64
+	at      Time
+	nodes   NodeSet
+}

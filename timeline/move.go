@@ -11,8 +11,8 @@ import (
 // and returns the span as it now is and whether it moved. The span's own
 // resources count as free while it looks; at the new start it keeps its ID,
 // Tag and pool units, and takes the nodes req asks for (req.Nodes, Within or
-// NodeSet, as in Fits), chosen as Fits would choose them there; req.Slots
-// is ignored. It returns (Span{}, false) when there is no such span, and the
+// NodeSet, as in Fits), chosen as Fits would choose them there (Prefer
+// included); req.Slots is ignored. It returns (Span{}, false) when there is no such span, and the
 // span unchanged with false when it cannot move earlier or the call is
 // invalid (req invalid, for any reason EarliestFit lists, or notBefore
 // before the origin).

@@ -31,7 +31,7 @@ func (o *oracle) moveEarlier(id SpanID, r Request, notBefore Time) (Span, bool) 
 		}
 		nodes := q.w
 		if !q.explicit {
-			nodes = o.choose(free, q.n)
+			nodes = o.pick(q, free)
 		}
 		s.start, s.end, s.nodes = c, c+Time(d), nodes
 		sp.Start, sp.End, sp.Nodes = s.start, s.end, setOf(nodes)

@@ -229,15 +229,16 @@ type oreq struct {
 	n        int
 	explicit bool
 	slots    []int
+	prefer   uint64 // Request.Prefer
 }
 
 func (o *oracle) request(r Request, start Time, d Duration) (oreq, error) {
-	q := oreq{w: o.all(), n: r.Nodes}
+	q := oreq{w: o.all(), n: r.Nodes, prefer: maskOf(r.Prefer) & o.all()}
 	if !r.NodeSet.IsEmpty() {
 		if r.NodeSet.end() > o.nodes {
 			return q, ErrUnknownNode
 		}
-		q.w, q.n, q.explicit = maskOf(r.NodeSet), r.NodeSet.Len(), true
+		q.w, q.n, q.explicit, q.prefer = maskOf(r.NodeSet), r.NodeSet.Len(), true, 0
 	} else if !r.Within.IsEmpty() {
 		if r.Within.end() > o.nodes {
 			return q, ErrUnknownNode
@@ -324,6 +325,21 @@ func (o *oracle) choose(free uint64, n int) uint64 {
 	return out
 }
 
+// pick is the oracle's reading of Request.Prefer: n nodes of free, by best
+// fit among the preferred ones when they hold n, else all of those and the
+// rest by best fit among the others.
+func (o *oracle) pick(q oreq, free uint64) uint64 {
+	in := free & q.prefer
+	k := bits.OnesCount64(in)
+	switch {
+	case k == 0:
+		return o.choose(free, q.n)
+	case k >= q.n:
+		return o.choose(in, q.n)
+	}
+	return in | o.choose(free&^q.prefer, q.n-k)
+}
+
 // fits returns the oracle's answer to Fits.
 func (o *oracle) fits(r Request, start Time, d Duration) (uint64, bool) {
 	q, err := o.request(r, start, d)
@@ -337,7 +353,7 @@ func (o *oracle) fits(r Request, start Time, d Duration) (uint64, bool) {
 	if q.explicit {
 		return q.w, true
 	}
-	return o.choose(free, q.n), true
+	return o.pick(q, free), true
 }
 
 // earliest returns the oracle's answer to EarliestFit: every instant from
@@ -352,7 +368,7 @@ func (o *oracle) earliest(r Request, notBefore Time, d Duration) (Time, uint64, 
 			if q.explicit {
 				return c, q.w, nil
 			}
-			return c, o.choose(free, q.n), nil
+			return c, o.pick(q, free), nil
 		}
 	}
 	return 0, 0, ErrNoFit

@@ -23,6 +23,7 @@ type plan struct {
 	w        NodeSet // nodes to choose from: NodeSet, Within, or all nodes
 	n        int     // nodes to choose
 	explicit bool    // w is the exact set wanted
+	prefer   NodeSet // nodes to choose first (Request.Prefer)
 	amt      []int64 // units per count dimension: amt[0] = n, amt[1+i] = Slots[i]
 }
 
@@ -35,12 +36,12 @@ func (t *Timeline) plan(req Request) (plan, error) {
 // planIn is plan with amt in buf when it is large enough (the caller must
 // then not let a fit memo keep it).
 func (t *Timeline) planIn(req Request, buf []int64) (plan, error) {
-	p := plan{w: t.res.all, n: req.Nodes}
+	p := plan{w: t.res.all, n: req.Nodes, prefer: req.Prefer}
 	if !req.NodeSet.IsEmpty() {
 		if err := t.checkNodeSet(req.NodeSet); err != nil {
 			return p, err
 		}
-		p.w, p.n, p.explicit = req.NodeSet, req.NodeSet.Len(), true
+		p.w, p.n, p.explicit, p.prefer = req.NodeSet, req.NodeSet.Len(), true, NodeSet{}
 	} else if !req.Within.IsEmpty() {
 		if err := t.checkNodeSet(req.Within); err != nil {
 			return p, err
@@ -238,6 +239,9 @@ func (t *Timeline) nodeFit(p plan, segs []seg, stop Time) (nodes NodeSet, ok boo
 		if p.explicit {
 			return p.w, true, 0
 		}
+		if !p.prefer.IsEmpty() {
+			return choosePreferring(free, p.n, p.prefer), true, 0
+		}
 		return choose(free, p.n), true, 0
 	}
 	if stop > 0 {
@@ -382,6 +386,23 @@ func choose(free []run, n int) NodeSet {
 	}
 	slices.SortFunc(out, func(a, b run) int { return cmp.Compare(a.lo, b.lo) })
 	return NodeSet{runs: out}
+}
+
+// choosePreferring picks n nodes of free (sorted, disjoint runs holding at
+// least n nodes), those of prefer first: all n among them by best fit when
+// they hold n, otherwise all of them and the rest among the others by best
+// fit (see Request.Prefer).
+func choosePreferring(free []run, n int, prefer NodeSet) NodeSet {
+	all := NodeSet{runs: free}
+	in := all.Intersect(prefer)
+	k := in.Len()
+	switch {
+	case k == 0:
+		return choose(free, n)
+	case k >= n:
+		return choose(in.runs, n)
+	}
+	return in.Union(choose(all.Minus(prefer).runs, n-k))
 }
 
 // FreeNodes returns the nodes free throughout [start, end): those no span

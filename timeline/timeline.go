@@ -106,12 +106,21 @@ type Span struct {
 // entries are zero). The window and its duration are arguments of the query.
 //
 // When the timeline chooses the nodes, it uses best fit on contiguous runs
-// (see Timeline.Fits), so the choice is deterministic. A plain value.
+// (see Timeline.Fits), so the choice is deterministic. Prefer steers that
+// choice without changing whether or when req fits: the nodes are taken
+// from those of Prefer free throughout the window first (best fit among
+// them), and from the other candidates only for the rest. A scheduler
+// placing a future start prefers the nodes busy now, so that the nodes free
+// now stay free for jobs that can start now (backfilling); one placing a
+// start now prefers the nodes planned for later. Prefer is ignored when
+// NodeSet is set; nodes of Prefer outside the candidates are ignored, and
+// it is never an error. A plain value.
 type Request struct {
 	Nodes   int
 	Within  NodeSet
 	NodeSet NodeSet
 	Slots   []int
+	Prefer  NodeSet
 }
 
 // Usage is the state of the timeline at one instant: what the spans whose
@@ -183,6 +192,8 @@ type Timeline struct {
 	memo    fitMemo
 	// met is the last window collect read from the index (see collect).
 	met metWindow
+	// busy is BusyAt's last answer.
+	busy busyMemo
 
 	// frees is the log of what was freed, and the move memos that read it
 	// (see MoveEarlier); a clone starts without them.

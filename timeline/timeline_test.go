@@ -334,6 +334,13 @@ func TestChoicePolicy(t *testing.T) {
 		{"tie lowest index among largest", Nodes(2, 3, 6, 7, 10, 11), Request{Nodes: 6}, "{0-1,12-15}"},
 		{"within", Nodes(2, 3, 4, 8, 9), Request{Nodes: 2, Within: Range(4, 12)}, "{10-11}"},
 		{"within cuts runs", Nodes(2, 3, 4, 8, 9), Request{Nodes: 2, Within: Nodes(1, 5, 6, 12)}, "{5-6}"},
+		// Prefer: its free nodes first, by best fit among them.
+		{"prefer holds all", Nodes(2, 3, 4, 8, 9), Request{Nodes: 3, Prefer: Range(10, 16)}, "{10-12}"},
+		{"prefer best fit inside", Nodes(2, 3, 4, 8, 9), Request{Nodes: 2, Prefer: Range(5, 16)}, "{5-6}"},
+		{"prefer then best fit", Nodes(2, 3, 4, 8, 9), Request{Nodes: 3, Prefer: Nodes(0, 5)}, "{0-1,5}"},
+		{"prefer busy only", Nodes(2, 3, 4, 8, 9), Request{Nodes: 3, Prefer: Nodes(2, 3)}, "{5-7}"},
+		{"prefer within", Nodes(2, 3, 4, 8, 9), Request{Nodes: 2, Within: Range(5, 16), Prefer: Nodes(0, 1, 7, 15)}, "{7,15}"},
+		{"prefer ignored for node set", Nodes(2, 3, 4, 8, 9), Request{NodeSet: Nodes(0, 1), Prefer: Nodes(5)}, "{0-1}"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -124,6 +124,16 @@ func jobCommand() *cli.Command {
 				Action:    runJobShow,
 			},
 			{
+				Name:      "why",
+				Usage:     "explain why a job waits, following what blocks it down to a running job",
+				UsageText: "strata job why ID [--json]",
+				Description: "Prints the job's wait, then the wait or state of the job it waits for, and so on:\n" +
+					"a job waiting on a dependency whose job waits for nodes held by a running job\n" +
+					"shows all three. --json prints the records of the chain as an array.",
+				Flags:  []cli.Flag{jsonFlag()},
+				Action: runJobWhy,
+			},
+			{
 				Name:      "update",
 				Usage:     "change a job that has not started",
 				UsageText: "strata job update ID [--resv NAME | --no-resv] [--hold | --release] [-t WALLTIME] [--begin TIME]",
@@ -188,6 +198,7 @@ func printJob(w io.Writer, j api.Job) {
 		{"name", cell(j.Name)},
 		{"state", string(j.State)},
 		{"reason", cell(j.Reason)},
+		{"wait", cell(waitSentence(j.Wait))},
 		{"nodes", cell(j.Nodes)},
 		{"nnodes", strconv.Itoa(j.NNodes)},
 		{"walltime", fmt.Sprintf("%s (%ds)", when.FormatDuration(time.Duration(j.Walltime)*time.Second), j.Walltime)},
@@ -406,4 +417,131 @@ func waitAll(c *cli.Context, cl *client.Client, ids []api.JobID) error {
 	}
 	fmt.Fprintln(c.App.ErrWriter, "strata:", err)
 	return &exitError{code: 1, err: fmt.Errorf("%d of %d jobs did not complete", bad, len(ids))}
+}
+
+// maxWhy bounds the chain 'strata job why' follows.
+const maxWhy = 16
+
+func runJobWhy(c *cli.Context) error {
+	id, err := oneJobID(c)
+	if err != nil {
+		return err
+	}
+	cl, err := dial(c)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	var chain []api.Job
+	var stop error // why the chain ends before a job that waits for nothing
+	seen := map[api.JobID]bool{}
+	for len(chain) < maxWhy {
+		var j api.Job
+		if err := call(c, cl, api.OpJob, api.JobRequest{ID: id}, &j); err != nil {
+			if len(chain) == 0 {
+				return err
+			}
+			stop = fmt.Errorf("job %d: %v", id, err)
+			break
+		}
+		chain = append(chain, j)
+		seen[id] = true
+		next, ok := nextBlocker(j.Wait, seen)
+		if !ok {
+			break
+		}
+		id = next
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, chain)
+	}
+	w := c.App.Writer
+	for i, j := range chain {
+		fmt.Fprintf(w, "%sjob %s (%s): %s\n", strings.Repeat("  ", i), j.ID, j.User, whyLine(j))
+	}
+	if stop != nil {
+		fmt.Fprintf(w, "%s%s\n", strings.Repeat("  ", len(chain)), oneLine(stop.Error()))
+	}
+	return nil
+}
+
+// nextBlocker is the first job a wait names that the chain has not shown.
+func nextBlocker(w *api.Wait, seen map[api.JobID]bool) (api.JobID, bool) {
+	if w == nil {
+		return 0, false
+	}
+	for _, id := range w.Jobs {
+		if !seen[id] {
+			return id, true
+		}
+	}
+	return 0, false
+}
+
+// whyLine says where a job is: a pending job's wait, a running job's
+// nodes and the end of its walltime, an ended job's end.
+func whyLine(j api.Job) string {
+	switch {
+	case j.Wait != nil:
+		return "pending: " + waitSentence(j.Wait)
+	case j.State == api.JobState("running"):
+		end := j.StartTime.Add(time.Duration(j.Walltime) * time.Second)
+		return fmt.Sprintf("running on %s since %s; its walltime ends at %s", cell(j.Nodes), j.StartTime.Local().Format(time.RFC3339), end.Local().Format(time.RFC3339))
+	}
+	return fmt.Sprintf("%s: %s", j.State, cell(j.Reason))
+}
+
+// waitSentence says a pending job's wait, with what blocks it, in words.
+func waitSentence(w *api.Wait) string {
+	if w == nil {
+		return ""
+	}
+	at := func(t time.Time) string { return t.Local().Format(time.RFC3339) }
+	jobs := func(ids []api.JobID) string {
+		s := make([]string, len(ids))
+		for i, id := range ids {
+			s[i] = id.String()
+		}
+		if len(s) == 1 {
+			return "job " + s[0]
+		}
+		return "jobs " + strings.Join(s, ", ")
+	}
+	var s string
+	switch w.Kind {
+	case api.WaitHold:
+		s = "held until released"
+	case api.WaitDependency:
+		s = "waits for " + jobs(w.Jobs) + " to end (dependency)"
+	case api.WaitBegin:
+		s = "waits for its begin time, " + at(w.Until)
+	case api.WaitOrder:
+		s = "waits for " + jobs(w.Jobs) + ", ahead of it, to start (fcfs)"
+	case api.WaitPriority:
+		s = "no planned start yet: " + jobs(w.Jobs) + " hold the planned starts the policy protects"
+	case api.WaitNodes:
+		var by []string
+		if len(w.Jobs) > 0 {
+			by = append(by, jobs(w.Jobs))
+		}
+		if w.Resv != "" {
+			by = append(by, "reservation "+w.Resv)
+		}
+		s = fmt.Sprintf("waits for %s, held by %s until its planned start at %s", w.Nodes, strings.Join(by, " and "), at(w.Until))
+		if len(by) == 0 {
+			s = fmt.Sprintf("waits for %s until its planned start at %s", w.Nodes, at(w.Until))
+		}
+	case api.WaitQPU:
+		s = fmt.Sprintf("waits for %s slots, held by %s until its planned start at %s", w.Backend, jobs(w.Jobs), at(w.Until))
+		if len(w.Jobs) == 0 {
+			s = fmt.Sprintf("waits for %s slots until its planned start at %s", w.Backend, at(w.Until))
+		}
+	case api.WaitReservation:
+		s = fmt.Sprintf("waits for reservation %s to start at %s", w.Resv, at(w.Until))
+	case api.WaitNoFit:
+		s = "cannot be placed (see its reason)"
+	default:
+		s = "not yet considered by the scheduler"
+	}
+	return fmt.Sprintf("%s; position %d in the queue", s, w.Position)
 }
