@@ -1,4 +1,4 @@
-package main
+package cliapp
 
 import (
 	"encoding/json"
