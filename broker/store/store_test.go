@@ -15,6 +15,7 @@ import (
 	"github.com/strata-hpc/strata/broker/executor"
 	"github.com/strata-hpc/strata/instance"
 	"github.com/strata-hpc/strata/qpu"
+	"github.com/strata-hpc/strata/resv"
 )
 
 var update = flag.Bool("update", false, "write testdata/v2 from testdata/v1 (only when the format changes: see the package doc)")
@@ -239,6 +240,7 @@ func TestRoundTripEveryField(t *testing.T) {
 	j.Spec.NodeList, j.Nodes = []string{"n1", "n2"}, []string{"n4"}
 	j.Spec.Deps = []instance.Dep{{Kind: instance.AfterNotOK, Job: 3}}
 	j.Events = []instance.Event{{Time: 5, State: instance.Running, Reason: "started"}}
+	j.Wait = nil // derived: the core computes it afresh, it is not state
 	var m Meta
 	fill(reflect.ValueOf(&m).Elem(), &seed)
 	m.Exec = &executor.Record{ID: "7", PID: 9}
@@ -257,6 +259,7 @@ func TestRoundTripEveryField(t *testing.T) {
 	var rv instance.Resv
 	fill(reflect.ValueOf(&rv).Elem(), &seed)
 	rv.Name, rv.NodeList, rv.NodeNames = "physics", []string{"n1"}, []string{"n1", "n2"}
+	rv.Overlap, rv.State = resv.Kill, resv.Ended
 	data, err = EncodeResv(rv)
 	if err != nil {
 		t.Fatal(err)
