@@ -20,6 +20,7 @@ const (
 	waitPlanned                   // has a planned start
 	waitResources                 // no planned start: beyond the policy's depth
 	waitNoFit                     // cannot be placed at all (waitErr says why)
+	waitArray                     // its array runs as many tasks as its limit allows
 )
 
 // pendingReason is the sentence for a pending job's wait.
@@ -29,6 +30,8 @@ func (in *Instance) pendingReason(j *Job) string {
 		return fmt.Sprintf("held; release it with 'strata job update %d --release'", j.ID)
 	case waitDep:
 		return j.blockedBy
+	case waitArray:
+		return fmt.Sprintf("array job %d runs %d tasks already, its limit (%%%d)", j.Spec.Array.Job, j.Spec.Array.Limit, j.Spec.Array.Limit)
 	case waitFCFS:
 		return "waiting for the jobs ahead of it (fcfs)"
 	case waitPlanned:
