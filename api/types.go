@@ -118,6 +118,9 @@ type Job struct {
 	Dependencies []Dependency   `json:"dependencies,omitempty"`
 	URI          string         `json:"uri,omitempty"`      // of the child instance, for batch and alloc jobs
 	Instance     bool           `json:"instance,omitempty"` // the job is a child instance (batch, alloc)
+	NTasks       int            `json:"ntasks,omitempty"`   // tasks the job says it runs (STRATA_NTASKS); 0: not said
+	Nice         int            `json:"nice,omitempty"`     // the priority adjustment it was submitted with
+	Singleton    bool           `json:"singleton,omitempty"`
 }
 
 // SubmitRequest asks for a new job.
@@ -144,6 +147,26 @@ type SubmitRequest struct {
 	// Key makes a retried submission idempotent: a second request with the
 	// same key from the same user returns the first job and changes nothing.
 	Key string `json:"key,omitempty"`
+	// NTasks is the number of tasks the job says it runs, as Slurm's
+	// -n; the broker runs one process and exports STRATA_NTASKS for it
+	// to use (0: not said).
+	NTasks int `json:"ntasks,omitempty"`
+	// Nice lowers the job's priority when positive, raises it when
+	// negative (admins only), as Slurm's --nice; see NiceUrgency.
+	Nice int `json:"nice,omitempty"`
+	// Singleton: start only once no earlier job of the same name and
+	// user is pending or running, as Slurm's --dependency=singleton.
+	Singleton bool `json:"singleton,omitempty"`
+}
+
+// MaxNice bounds Nice both ways.
+const MaxNice = 10000
+
+// NiceUrgency is the queue urgency (1 lowest, 31 highest, 16 the default)
+// of a job submitted with nice: 16 - nice, held within 1..31, so that
+// Slurm habits such as --nice=100 work and order as far as the queue can.
+func NiceUrgency(nice int) int {
+	return min(max(16-nice, 1), 31)
 }
 
 // Validate checks what can be checked without knowing the instance: counts,
@@ -160,6 +183,10 @@ func (r *SubmitRequest) Validate() error {
 		return Errorf(CodeInvalidArgument, "name is %d bytes long; at most 128", len(r.Name))
 	case len(r.Key) > 64:
 		return Errorf(CodeInvalidArgument, "key is %d bytes long; at most 64", len(r.Key))
+	case r.NTasks < 0:
+		return Errorf(CodeInvalidArgument, "ntasks must be at least 1 (or 0 for not said), got %d", r.NTasks)
+	case r.Nice < -MaxNice || r.Nice > MaxNice:
+		return Errorf(CodeInvalidArgument, "nice %d is out of range: give %d to %d (positive lowers the priority)", r.Nice, -MaxNice, MaxNice)
 	}
 	if r.Resv != "" && !nameRe.MatchString(r.Resv) {
 		return Errorf(CodeInvalidArgument, "invalid reservation name %q", r.Resv)

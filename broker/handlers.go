@@ -20,6 +20,8 @@ func (r *Runtime) handler(path string) Handler {
 		api.OpJob:       func(ctx context.Context, q Request) (any, error) { return r.job(ctx, q) },
 		api.OpJobs:      func(ctx context.Context, q Request) (any, error) { return r.jobs(ctx, q) },
 		api.OpWait:      func(ctx context.Context, q Request) (any, error) { return r.wait(ctx, q) },
+		api.OpRequeue:   func(ctx context.Context, q Request) (any, error) { return r.requeue(ctx, q) },
+		api.OpOutput:    func(ctx context.Context, q Request) (any, error) { return r.jobOutput(ctx, q) },
 		api.OpResources: func(ctx context.Context, q Request) (any, error) { return r.resources(ctx, q) },
 		api.OpBookings:  func(ctx context.Context, q Request) (any, error) { return r.bookings(ctx, q) },
 	}
@@ -57,6 +59,13 @@ func (r *Runtime) submit(ctx context.Context, q Request) (any, error) {
 	spec := instance.Spec{
 		Name: sr.Name, Nodes: sr.Nodes, Walltime: instance.Duration(sr.Walltime), Slots: sr.QPU,
 		Resv: sr.Resv, Hold: sr.Hold, Requeue: sr.Requeue, Child: sr.Instance,
+		Singleton: sr.Singleton,
+	}
+	if sr.Nice != 0 {
+		if sr.Nice < 0 && !q.Admin {
+			return nil, api.Errorf(api.CodePermissionDenied, "nice %d would raise the job's priority, which only admins may do; give 0 or a positive nice to lower it", sr.Nice)
+		}
+		spec.Urgency = api.NiceUrgency(sr.Nice)
 	}
 	if !sr.Begin.IsZero() {
 		spec.Begin = instance.Time(sr.Begin.Unix())
@@ -65,7 +74,7 @@ func (r *Runtime) submit(ctx context.Context, q Request) (any, error) {
 		k := map[api.DependencyType]instance.DepKind{api.AfterOK: instance.AfterOK, api.AfterAny: instance.AfterAny, api.AfterNotOK: instance.AfterNotOK}[d.Type]
 		spec.Deps = append(spec.Deps, instance.Dep{Kind: k, Job: instance.JobID(d.Job)})
 	}
-	meta := &jobMeta{Command: sr.Command, Cwd: sr.Cwd, Env: sr.Env, Stdout: sr.Stdout, Stderr: sr.Stderr, Key: sr.Key}
+	meta := &jobMeta{Command: sr.Command, Cwd: sr.Cwd, Env: sr.Env, Stdout: sr.Stdout, Stderr: sr.Stderr, Key: sr.Key, NTasks: sr.NTasks, Nice: sr.Nice}
 	v, err := r.do(ctx, func(now instance.Time) (any, error) {
 		if sr.Key != "" { // a retry: the first answer
 			if j, ok := r.in.Job(r.keys[q.User+"\x00"+sr.Key]); ok {

@@ -117,7 +117,13 @@ type jobMeta struct {
 	Stderr  string            `json:"stderr,omitempty"`
 	Exec    *executor.Record  `json:"exec,omitempty"`
 	Key     string            `json:"key,omitempty"` // the submission's idempotency key
+	NTasks  int               `json:"ntasks,omitempty"`
+	Nice    int               `json:"nice,omitempty"`
 }
+
+// envNTasks is the variable that tells a job how many tasks it asked for
+// (submit -n).
+const envNTasks = "STRATA_NTASKS"
 
 // jobRecord is a job as persisted.
 type jobRecord struct {
@@ -858,9 +864,16 @@ func (r *Runtime) startJob(e instance.Effect) {
 		}
 		uriPath = e.ChildPath
 	}
-	base := make([]string, 0, len(m.Env))
+	base := make([]string, 0, len(m.Env)+1)
 	for _, k := range sortedEnv(m.Env) {
-		base = append(base, k+"="+m.Env[k])
+		if k != envNTasks {
+			base = append(base, k+"="+m.Env[k])
+		}
+	}
+	if m.NTasks > 0 {
+		// The runtime starts one process per job: the job spreads its
+		// tasks itself, and reads how many from here.
+		base = append(base, envNTasks+"="+strconv.Itoa(m.NTasks))
 	}
 	vars := executor.PathVars{JobID: id, User: j.Spec.User, Name: j.Spec.Name}
 	t := &startTask{job: e.Job, spec: executor.Spec{
@@ -1178,7 +1191,9 @@ func (r *Runtime) apiJob(j instance.Job) api.Job {
 	}
 	if m := r.meta[j.ID]; m != nil {
 		out.Command, out.Cwd = m.Command, m.Cwd
+		out.NTasks, out.Nice = m.NTasks, m.Nice
 	}
+	out.Singleton = j.Spec.Singleton
 	out.Instance = j.Spec.Child
 	if j.Spec.Child && j.State == instance.Running {
 		out.URI = r.b.URI(instance.JobPath(j.Path, j.ID))
