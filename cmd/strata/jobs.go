@@ -137,6 +137,7 @@ func jobCommand() *cli.Command {
 				},
 				Action: runJobUpdate,
 			},
+			requeueCommand(),
 		},
 	}
 }
