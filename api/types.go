@@ -121,6 +121,12 @@ type Job struct {
 	NTasks       int            `json:"ntasks,omitempty"`   // tasks the job says it runs (STRATA_NTASKS); 0: not said
 	Nice         int            `json:"nice,omitempty"`     // the priority adjustment it was submitted with
 	Singleton    bool           `json:"singleton,omitempty"`
+	// Tasks of a job array: the array's ID (its first task's), the task's
+	// index, how many tasks the array has, and how many may run at once.
+	ArrayJob   JobID `json:"array_job,omitempty"`
+	ArrayTask  int   `json:"array_task,omitempty"`
+	ArrayCount int   `json:"array_count,omitempty"`
+	ArrayLimit int   `json:"array_limit,omitempty"`
 }
 
 // SubmitRequest asks for a new job.
@@ -157,7 +163,21 @@ type SubmitRequest struct {
 	// Singleton: start only once no earlier job of the same name and
 	// user is pending or running, as Slurm's --dependency=singleton.
 	Singleton bool `json:"singleton,omitempty"`
+	// Array makes the submission a job array: one job per task index,
+	// all queued or none; the reply is the first task, whose ID is the
+	// array's.
+	Array *ArraySpec `json:"array,omitempty"`
 }
+
+// ArraySpec is a job array's task indexes (distinct, at least 0) and the
+// most tasks that may run at once (0: no limit).
+type ArraySpec struct {
+	Tasks []int `json:"tasks"`
+	Limit int   `json:"limit,omitempty"`
+}
+
+// MaxArrayTasks bounds the tasks of one job array.
+const MaxArrayTasks = 100000
 
 // MaxNice bounds Nice both ways.
 const MaxNice = 10000
@@ -200,6 +220,14 @@ func (r *SubmitRequest) Validate() error {
 	}
 	if err := validateQPU(r.QPU); err != nil {
 		return err
+	}
+	if a := r.Array; a != nil {
+		switch {
+		case len(a.Tasks) == 0 || len(a.Tasks) > MaxArrayTasks:
+			return Errorf(CodeInvalidArgument, "array has %d tasks: give 1 to %d", len(a.Tasks), MaxArrayTasks)
+		case a.Limit < 0:
+			return Errorf(CodeInvalidArgument, "array limit %d is negative", a.Limit)
+		}
 	}
 	for k := range r.Env {
 		if k == "" || containsAny(k, "=\x00") {
@@ -256,6 +284,10 @@ type JobRequest struct {
 // queue, a running one is signalled and killed.
 type CancelRequest struct {
 	ID JobID `json:"id"`
+	// ID names a job array (its first task's ID) and Task one of its
+	// tasks' index: cancel that task only. Without Task, cancelling an
+	// array's ID cancels every task of it that has not ended.
+	Task *int `json:"task,omitempty"`
 }
 
 // UpdateRequest changes a job that has not started. Exactly the set fields

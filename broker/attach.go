@@ -6,7 +6,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/strata-hpc/strata/api"
@@ -89,7 +88,6 @@ func (r *Runtime) outputPath(j instance.Job, stderr bool) string {
 	if m == nil {
 		return ""
 	}
-	id := strconv.FormatInt(int64(j.ID), 10)
 	tmpl, def := m.Stdout, executor.DefaultStdout
 	if stderr {
 		tmpl, def = m.Stderr, executor.DefaultStderr
@@ -97,7 +95,7 @@ func (r *Runtime) outputPath(j instance.Job, stderr bool) string {
 	if tmpl == "" {
 		tmpl = def
 	}
-	return executor.ExpandPath(tmpl, m.Cwd, executor.PathVars{JobID: id, User: j.Spec.User, Name: j.Spec.Name})
+	return executor.ExpandPath(tmpl, m.Cwd, pathVars(j))
 }
 
 // readAt reads up to max bytes of the file at path from offset. A file

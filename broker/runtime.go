@@ -125,6 +125,22 @@ type jobMeta struct {
 // (submit -n).
 const envNTasks = "STRATA_NTASKS"
 
+// The variables of a job array's tasks.
+const (
+	envArrayJob   = "STRATA_ARRAY_JOB_ID"
+	envArrayTask  = "STRATA_ARRAY_TASK_ID"
+	envArrayCount = "STRATA_ARRAY_TASK_COUNT"
+)
+
+// pathVars are what job j's output templates expand.
+func pathVars(j instance.Job) executor.PathVars {
+	v := executor.PathVars{JobID: strconv.FormatInt(int64(j.ID), 10), User: j.Spec.User, Name: j.Spec.Name}
+	if a := j.Spec.Array; a.Job != 0 {
+		v.ArrayJob, v.ArrayTask = strconv.FormatInt(int64(a.Job), 10), strconv.Itoa(a.Task)
+	}
+	return v
+}
+
 // jobRecord is a job as persisted.
 type jobRecord struct {
 	V    int          `json:"v"`
@@ -235,6 +251,10 @@ func (r *Runtime) restore(ctx context.Context) error {
 		jobs = append(jobs, rec.Job)
 		return nil
 	}); err != nil {
+		return err
+	}
+	jobs, err := r.dropTorn(ctx, jobs)
+	if err != nil {
 		return err
 	}
 	r.mu.Lock()
@@ -866,7 +886,7 @@ func (r *Runtime) startJob(e instance.Effect) {
 	}
 	base := make([]string, 0, len(m.Env)+1)
 	for _, k := range sortedEnv(m.Env) {
-		if k != envNTasks {
+		if k != envNTasks && k != envArrayJob && k != envArrayTask && k != envArrayCount {
 			base = append(base, k+"="+m.Env[k])
 		}
 	}
@@ -875,7 +895,11 @@ func (r *Runtime) startJob(e instance.Effect) {
 		// tasks itself, and reads how many from here.
 		base = append(base, envNTasks+"="+strconv.Itoa(m.NTasks))
 	}
-	vars := executor.PathVars{JobID: id, User: j.Spec.User, Name: j.Spec.Name}
+	vars := pathVars(j)
+	if a := j.Spec.Array; a.Job != 0 {
+		base = append(base, envArrayJob+"="+strconv.FormatInt(int64(a.Job), 10),
+			envArrayTask+"="+strconv.Itoa(a.Task), envArrayCount+"="+strconv.Itoa(a.Count))
+	}
 	t := &startTask{job: e.Job, spec: executor.Spec{
 		ID: id, Argv: m.Command, Dir: m.Cwd,
 		Env:    executor.JobEnv(base, r.b.URI(uriPath), id, hostlist.Format(e.Nodes), len(e.Nodes)),
@@ -1194,6 +1218,9 @@ func (r *Runtime) apiJob(j instance.Job) api.Job {
 		out.NTasks, out.Nice = m.NTasks, m.Nice
 	}
 	out.Singleton = j.Spec.Singleton
+	if a := j.Spec.Array; a.Job != 0 {
+		out.ArrayJob, out.ArrayTask, out.ArrayCount, out.ArrayLimit = api.JobID(a.Job), a.Task, a.Count, a.Limit
+	}
 	out.Instance = j.Spec.Child
 	if j.Spec.Child && j.State == instance.Running {
 		out.URI = r.b.URI(instance.JobPath(j.Path, j.ID))

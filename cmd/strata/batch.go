@@ -147,6 +147,9 @@ func allocCommand() *cli.Command {
 // otherwise. It returns the command to run here: the arguments, else
 // shell.
 func (s jobSpec) allocRequest(now time.Time, cwd string, environ []string, shell string) (api.SubmitRequest, []string, error) {
+	if s.Array != "" {
+		return api.SubmitRequest{}, nil, flagErr("-a/--array", fmt.Errorf("alloc makes one allocation: submit job arrays with 'strata submit --array' or 'strata batch --array'"))
+	}
 	local := s.Command
 	if len(local) == 0 {
 		local = []string{shell}

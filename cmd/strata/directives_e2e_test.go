@@ -113,9 +113,4 @@ func TestE2EDirectives(t *testing.T) {
 		b.must("alice", "cancel", s1)
 		b.must("alice", "wait", s2)
 	})
-
-	t.Run("array directive", func(t *testing.T) {
-		script("arr.sh", "#!/bin/sh\n#SBATCH --array=1-3\ntrue\n")
-		b.expect(t, "alice", 2, []string{"line 2 (#SBATCH --array=1-3)", "--array"}, "batch", "arr.sh")
-	})
 }

@@ -43,6 +43,7 @@ func jobFlags() []cli.Flag {
 		&cli.StringFlag{Name: "export", Usage: "environment to pass: ALL (default), NONE, or a comma list of NAME and NAME=VALUE (with ALL: added to all)"},
 		&cli.IntFlag{Name: "nice", Usage: "lower the job's priority by N (1-15 make a difference); a negative N raises it (admins only)"},
 		&cli.StringFlag{Name: "dependency", Aliases: []string{"d"}, Usage: "Slurm's syntax: afterok:ID[:ID...], afterany:..., afternotok:..., singleton; comma-separated, all must hold"},
+		&cli.StringFlag{Name: "array", Aliases: []string{"a"}, Usage: "a job array: task indexes as 1-1000, 1,3,5-9:2, with %N to run at most N at once; each task gets STRATA_ARRAY_TASK_ID, and %A/%a in -o/-e"},
 		&cli.BoolFlag{Name: "verbose", Usage: "say which script directives the command line overrode"},
 	}
 }
@@ -57,6 +58,7 @@ type jobSpec struct {
 	Output, Error              string
 	NTasks, Nice               int
 	Chdir, Export, Dependency  string
+	Array                      string
 	Command                    []string
 }
 
@@ -67,8 +69,8 @@ func readJobSpec(c *cli.Context) jobSpec {
 		AfterOK: c.String("afterok"), AfterAny: c.String("afterany"), AfterNo: c.String("afternotok"),
 		QPU: c.StringSlice("qpu"), Output: c.String("output"), Error: c.String("error"),
 		NTasks: c.Int("ntasks"), Nice: c.Int("nice"), Chdir: c.String("chdir"), Export: c.String("export"),
-		Dependency: c.String("dependency"),
-		Command:    c.Args().Slice(),
+		Dependency: c.String("dependency"), Array: c.String("array"),
+		Command: c.Args().Slice(),
 	}
 }
 
@@ -129,6 +131,13 @@ func (s jobSpec) request(now time.Time, cwd string, environ []string) (api.Submi
 		r.AfterNotOK = append(r.AfterNotOK, d.AfterNotOK...)
 		r.Singleton = d.Singleton
 	}
+	if s.Array != "" {
+		tasks, limit, err := parseArray(s.Array)
+		if err != nil {
+			return r, flagErr("-a/--array", err)
+		}
+		r.Array = &api.ArraySpec{Tasks: tasks, Limit: limit}
+	}
 	if s.NTasks < 0 {
 		return r, flagErr("-n/--ntasks", fmt.Errorf("%d: give a whole number of tasks from 1", s.NTasks))
 	}
@@ -186,8 +195,10 @@ func submitRequest(c *cli.Context) (api.SubmitRequest, error) {
 	if err != nil {
 		return api.SubmitRequest{}, fmt.Errorf("cannot tell the working directory to run the job in: %w", err)
 	}
-	if err := applyDirectives(c, cwd); err != nil {
-		return api.SubmitRequest{}, err
+	if c.Command.Name == "submit" { // run, as srun, reads no directives
+		if err := applyDirectives(c, cwd); err != nil {
+			return api.SubmitRequest{}, err
+		}
 	}
 	s := readJobSpec(c)
 	if s.Chdir != "" && len(s.Command) > 0 && scriptFile(s.Command[0], cwd) != "" {
