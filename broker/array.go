@@ -1,92 +1,92 @@
 package broker
 
 import (
-	"context"
-	"fmt"
 	"slices"
 	"strconv"
 
 	"github.com/strata-hpc/strata/instance"
 )
 
-// Job arrays are persisted as one record per task, published together in
-// the submitting input's batch; the submitter's reply waits until every one
-// is acknowledged. The records are separate KV writes, so a broker killed
-// while publishing them can leave part of an array in the store, an array
-// nobody was told about. tornArrays finds such arrays at restore so that
-// they are dropped whole: a submission is all its tasks or none.
+// Job arrays are persisted as one record (arrayRecord in ArraysBucket),
+// written in the submitting input's batch: one KV write makes the whole
+// array durable, so that a submission is all its tasks or none, and a
+// large array costs about what one job costs. Tasks that change later get
+// records of their own in JobsBucket, as any job does.
 
-// tornArrays returns the IDs of the tasks of arrays that were stored only
-// in part, which restore drops. An array is torn when fewer of its tasks
-// are stored than it has, and every stored one is pending and was never
-// anything else (its history is one "submitted" event): no task of it can
-// have run or been acted on, so its submission was never acknowledged.
-// (The broker never forgets jobs, so a stored array loses no task later.)
-// The result is in increasing order.
-func tornArrays(jobs []instance.Job) []instance.JobID {
-	type arr struct {
-		count, stored int
-		untouched     bool
-		ids           []instance.JobID
-	}
-	arrays := map[instance.JobID]*arr{}
-	var order []instance.JobID
-	for _, j := range jobs {
-		a := j.Spec.Array
-		if a.Job == 0 {
-			continue
-		}
-		x := arrays[a.Job]
-		if x == nil {
-			x = &arr{count: a.Count, untouched: true}
-			arrays[a.Job] = x
-			order = append(order, a.Job)
-		}
-		x.stored++
-		x.ids = append(x.ids, j.ID)
-		if j.State != instance.Pending || len(j.Events) != 1 || j.Requeues > 0 {
-			x.untouched = false
-		}
-	}
-	var torn []instance.JobID
-	for _, id := range order {
-		if x := arrays[id]; x.stored < x.count && x.untouched {
-			torn = append(torn, x.ids...)
-		}
-	}
-	slices.Sort(torn)
-	return torn
+// arrayRecord is a job array as submitted: the record of one task, the
+// template, and the IDs and indexes of the tasks it stands for. The tasks
+// that change later (they start, are cancelled) get records of their own
+// in JobsBucket, which supersede the array's at restore.
+type arrayRecord struct {
+	V     int              `json:"v"`
+	Job   jobRecord        `json:"job"`
+	IDs   []instance.JobID `json:"ids"`
+	Tasks []int            `json:"tasks"`
 }
 
-// dropTorn removes the records of the torn arrays' tasks from jobs (as
-// loaded), from the runtime's metadata and from the store.
-func (r *Runtime) dropTorn(ctx context.Context, jobs []instance.Job) ([]instance.Job, error) {
-	torn := tornArrays(jobs)
-	if len(torn) == 0 {
-		return jobs, nil
+// tasks returns the records of the array's tasks, made from the template.
+func (a arrayRecord) tasks() []jobRecord {
+	out := make([]jobRecord, 0, len(a.IDs))
+	for i, id := range a.IDs {
+		if i >= len(a.Tasks) {
+			break
+		}
+		t := a.Job
+		t.Job.ID = id
+		t.Job.Spec.Array.Task = a.Tasks[i]
+		t.Job.Events = slices.Clone(a.Job.Job.Events)
+		if id != a.Job.Job.Spec.Array.Job {
+			t.Meta.Key = "" // the key finds the array by its first task
+		}
+		out = append(out, t)
 	}
-	drop := make(map[instance.JobID]bool, len(torn))
-	for _, id := range torn {
-		drop[id] = true
+	return out
+}
+
+// untouched reports whether j is as it was submitted: pending, with a
+// history of one event.
+func untouched(j instance.Job) bool {
+	return j.State == instance.Pending && len(j.Events) == 1 && j.Requeues == 0
+}
+
+// arrayRecords adds to b one record for each job array submitted in the
+// current input, standing for every task of it that is still as
+// submitted, and returns those tasks, whose own records are left out:
+// one KV write makes the whole array durable, atomically, where a record
+// per task took a write each. r.mu must be held.
+func (r *Runtime) arrayRecords(b *batch) map[instance.JobID]bool {
+	if len(r.newArrays) == 0 {
+		return nil
 	}
-	kv, err := r.b.js.KeyValue(ctx, JobsBucket)
-	if err != nil {
-		return nil, fmt.Errorf("broker: dropping a torn job array: %w", err)
-	}
-	kept := jobs[:0]
-	for _, j := range jobs {
-		if !drop[j.ID] {
-			kept = append(kept, j)
+	in := map[instance.JobID]bool{}
+	for _, a := range r.newArrays {
+		head, ok := r.in.Job(a)
+		if !ok {
 			continue
 		}
-		if m := r.meta[j.ID]; m != nil && m.Key != "" {
-			delete(r.keys, j.Spec.User+"\x00"+m.Key)
+		var rec arrayRecord
+		for i := 0; i < head.Spec.Array.Count; i++ {
+			j, ok := r.in.Job(a + instance.JobID(i))
+			if !ok || j.Spec.Array.Job != a || !untouched(j) {
+				continue
+			}
+			if rec.IDs == nil {
+				rec = arrayRecord{V: 1, Job: jobRecord{V: 1, Job: j}}
+				if m := r.meta[j.ID]; m != nil {
+					rec.Job.Meta = *m
+				}
+				if m := r.meta[a]; m != nil {
+					rec.Job.Meta.Key = m.Key
+				}
+			}
+			rec.IDs = append(rec.IDs, j.ID)
+			rec.Tasks = append(rec.Tasks, j.Spec.Array.Task)
+			in[j.ID] = true
 		}
-		delete(r.meta, j.ID)
-		if err := kv.Delete(ctx, strconv.FormatInt(int64(j.ID), 10)); err != nil {
-			return nil, fmt.Errorf("broker: dropping task %d of a torn job array: %w", j.ID, err)
+		if rec.IDs != nil {
+			b.recs = append(b.recs, record{bucket: ArraysBucket, key: strconv.FormatInt(int64(a), 10), v: rec})
 		}
 	}
-	r.b.log.Warn("dropped job arrays stored only in part (the broker stopped while persisting them; their submitters got no reply)", "tasks", len(torn), "first", torn[0])
-	return kept, nil
+	r.newArrays = r.newArrays[:0]
+	return in
 }

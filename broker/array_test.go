@@ -9,51 +9,59 @@ import (
 	"github.com/strata-hpc/strata/broker"
 )
 
-// TestArrayRestart: a job array survives a restart whole; one stored only
-// in part (as when the broker dies while persisting it) is dropped whole,
-// records and all.
+// TestArrayRestart: a job array is stored as one record and survives a
+// restart whole, each task with its index and the array's limit; a task
+// that changed after the submission (cancelled) comes back as it was last.
 func TestArrayRestart(t *testing.T) {
 	dir := t.TempDir()
 	b, rt := runtime(t, dir)
 	alice := userClient(t, b, "alice")
 	ctx := context.Background()
-	arr := func(tasks ...int) api.Job {
+	var arr api.Job
+	req := api.SubmitRequest{Nodes: 1, Walltime: 60, Hold: true, Command: []string{"true"}, Cwd: t.TempDir(),
+		Array: &api.ArraySpec{Tasks: []int{1, 3, 5, 7}, Limit: 1}, Key: "k1"}
+	if err := alice.Call(ctx, api.OpSubmit, req, &arr); err != nil {
+		t.Fatal(err)
+	}
+	task := func(c interface {
+		Call(context.Context, string, any, any) error
+	}, i int) api.Job {
 		t.Helper()
 		var j api.Job
-		req := api.SubmitRequest{Nodes: 1, Walltime: 60, Hold: true, Command: []string{"true"}, Cwd: t.TempDir(), Array: &api.ArraySpec{Tasks: tasks, Limit: 1}}
-		if err := alice.Call(ctx, api.OpSubmit, req, &j); err != nil {
+		if err := c.Call(ctx, api.OpJob, api.JobRequest{ID: arr.ID + api.JobID(i)}, &j); err != nil {
 			t.Fatal(err)
 		}
 		return j
 	}
-	whole := arr(1, 2, 3)
-	torn := arr(5, 6, 7)
-	// Tear the second: its last task's record is lost.
+	if err := alice.Call(ctx, api.OpCancel, api.CancelRequest{ID: arr.ID, Task: new(3)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	// One record for the array, one for the cancelled task.
 	kv, err := b.JetStream().KeyValue(ctx, broker.JobsBucket)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := kv.Delete(ctx, strconv.FormatUint(uint64(torn.ID+2), 10)); err != nil {
-		t.Fatal(err)
+	if _, err := kv.Get(ctx, strconv.FormatUint(uint64(arr.ID), 10)); err == nil {
+		t.Errorf("task 1 has a record of its own; want it only in the array's")
 	}
 	rt.Close()
 	b.Shutdown()
 
 	b2, _ := runtime(t, dir)
 	alice2 := userClient(t, b2, "alice")
-	for i := range 3 {
-		var j api.Job
-		if err := alice2.Call(ctx, api.OpJob, api.JobRequest{ID: whole.ID + api.JobID(i)}, &j); err != nil || j.ArrayJob != whole.ID || j.ArrayTask != i+1 || j.ArrayLimit != 1 {
-			t.Errorf("task %d of the whole array after restart: %+v, %v", i+1, j, err)
+	for i, n := range []int{1, 3, 5, 7} {
+		j := task(alice2, i)
+		want := api.JobPending
+		if n == 3 {
+			want = api.JobCancelled
 		}
-		err := alice2.Call(ctx, api.OpJob, api.JobRequest{ID: torn.ID + api.JobID(i)}, &j)
-		wantCode(t, err, api.CodeNotFound) // dropped
+		if j.ArrayJob != arr.ID || j.ArrayTask != n || j.ArrayCount != 4 || j.ArrayLimit != 1 || j.State != want || !j.Hold {
+			t.Errorf("task %d after restart: %+v; want %s, held, of array %d", n, j, want, arr.ID)
+		}
 	}
-	kv2, err := b2.JetStream().KeyValue(ctx, broker.JobsBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kv2.Get(ctx, strconv.FormatUint(uint64(torn.ID), 10)); err == nil {
-		t.Errorf("the torn array's first record is still stored")
+	// A retry of the submission finds the array, not a new one.
+	var again api.Job
+	if err := alice2.Call(ctx, api.OpSubmit, req, &again); err != nil || again.ID != arr.ID {
+		t.Errorf("retried array submission: job %d, %v; want the array %d", again.ID, err, arr.ID)
 	}
 }

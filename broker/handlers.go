@@ -97,6 +97,7 @@ func (r *Runtime) submit(ctx context.Context, q Request) (any, error) {
 		}
 		r.meta[id] = meta // persisted with the record by apply
 		if sr.Array != nil {
+			r.newArrays = append(r.newArrays, id)
 			// Each task has a meta of its own (Exec is set per job at
 			// its start); their command and environment are shared.
 			for i := 1; i < len(sr.Array.Tasks); i++ {

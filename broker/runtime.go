@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -27,6 +28,10 @@ import (
 const (
 	JobsBucket  = "strata_jobs"  // key: job ID; value: a jobRecord in JSON
 	ResvsBucket = "strata_resvs" // key: reservation name; value: an instance.Resv in JSON
+	// ArraysBucket holds job arrays as submitted, one record each, so that
+	// an array is stored whole or not at all. Key: the array's job ID;
+	// value: an arrayRecord in JSON.
+	ArraysBucket = "strata_arrays"
 )
 
 // Resources is what the root instance manages and how.
@@ -76,6 +81,7 @@ type Runtime struct {
 	closed   bool
 
 	// What the current input changed and must start, taken by output.
+	newArrays  []instance.JobID // job arrays submitted, stored as one record each
 	dirtyJobs  []instance.JobID
 	isDirty    map[instance.JobID]bool
 	dirtyResvs []string
@@ -201,7 +207,7 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 	}
 	ctx, cancel := context.WithTimeout(b.ctx, b.opts.StartTimeout)
 	defer cancel()
-	for _, bucket := range []string{JobsBucket, ResvsBucket, QPUBucket} {
+	for _, bucket := range []string{JobsBucket, ResvsBucket, QPUBucket, ArraysBucket} {
 		if _, err := b.KeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, Description: "Strata " + bucket}); err != nil {
 			return nil, err
 		}
@@ -237,25 +243,40 @@ func (r *Runtime) restore(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	var jobs []instance.Job
+	// A job array's tasks as submitted, then every job's own record,
+	// which supersedes its task's.
+	recs := map[instance.JobID]jobRecord{}
+	if err := r.loadAll(ctx, ArraysBucket, func(data []byte) error {
+		var rec arrayRecord
+		if err := json.Unmarshal(data, &rec); err != nil {
+			return err
+		}
+		for _, t := range rec.tasks() {
+			recs[t.Job.ID] = t
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
 	if err := r.loadAll(ctx, JobsBucket, func(data []byte) error {
 		var rec jobRecord
 		if err := json.Unmarshal(data, &rec); err != nil {
 			return err
 		}
-		m := rec.Meta
-		r.meta[rec.Job.ID] = &m
-		if m.Key != "" {
-			r.keys[rec.Job.Spec.User+"\x00"+m.Key] = rec.Job.ID
-		}
-		jobs = append(jobs, rec.Job)
+		recs[rec.Job.ID] = rec
 		return nil
 	}); err != nil {
 		return err
 	}
-	jobs, err := r.dropTorn(ctx, jobs)
-	if err != nil {
-		return err
+	jobs := make([]instance.Job, 0, len(recs))
+	for _, id := range slices.Sorted(maps.Keys(recs)) {
+		rec := recs[id]
+		m := rec.Meta
+		r.meta[id] = &m
+		if m.Key != "" {
+			r.keys[rec.Job.Spec.User+"\x00"+m.Key] = id
+		}
+		jobs = append(jobs, rec.Job)
 	}
 	r.mu.Lock()
 	locked := true
@@ -445,9 +466,10 @@ func (r *Runtime) output() output {
 	var out output
 	if len(r.dirtyJobs) > 0 || len(r.dirtyResvs) > 0 || len(r.qp.recs) > 0 || len(r.qp.handouts) > 0 {
 		b := &batch{recs: make([]record, 0, len(r.dirtyJobs)+len(r.dirtyResvs)+len(r.qp.recs)), durable: make(chan struct{})}
+		inArray := r.arrayRecords(b)
 		for _, id := range r.dirtyJobs {
 			j, ok := r.in.Job(id)
-			if !ok {
+			if !ok || inArray[id] {
 				continue
 			}
 			rec := jobRecord{V: 1, Job: j}
