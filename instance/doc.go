@@ -32,6 +32,12 @@
 // hybrid:N (N). Planned starts only ever move earlier: when resources free
 // up early, planned jobs are compressed one at a time in priority order.
 //
+// A pending job also waits for its dependencies (afterok, afterany,
+// afternotok on other jobs of the tree), for every earlier job of its user
+// and name when it is a singleton, and, when it is a task of a job array
+// with a limit (SubmitArray), until fewer than that many tasks of the
+// array run. Requeue puts a running or ended job back in the queue.
+//
 // Every pending job carries a Reason (why it is not running) and, when it is
 // planned, a PlannedStart; every transition is recorded as an Event with its
 // time and cause, so that a job's whole story can be read back.

@@ -28,6 +28,9 @@ func TestE2EArray(t *testing.T) {
 	if n := strings.Count(b.must("alice", "jobs", "-r"), a+"_"); n != 5 {
 		t.Errorf("jobs -r shows %d tasks of array %s, want 5", n, a)
 	}
+	if out := b.must("alice", "job", "show", strconv.Itoa(aid+1)); !strings.Contains(out, a+"_2 (task 2 of array "+a+": 5 tasks, at most 2 at once)") {
+		t.Errorf("job show of task 2 does not say which array it is of:\n%s", out)
+	}
 	for i := 0; i < 5; i++ {
 		b.must("alice", "wait", strconv.Itoa(aid+i))
 	}

@@ -22,7 +22,8 @@ func jobsCommand() *cli.Command {
 		Description: "Lists your jobs that have not ended. -a adds ended jobs; -u lists another user's\n" +
 			"jobs ('*' for everyone's; admins only); --state keeps the states listed (naming an\n" +
 			"ended state implies -a). NODES is the job's nodes once it has them, else how many\n" +
-			"it asks for; TIME is how long it has run.",
+			"it asks for; TIME is how long it has run. A job array's tasks show as ARRAY_TASK\n" +
+			"(12_7); its pending ones share one line (12_[8-1000%50]) unless -r is given.",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "all", Aliases: []string{"a"}, Usage: "include jobs that have ended"},
 			&cli.StringFlag{Name: "user", Aliases: []string{"u"}, Usage: "list this user's jobs ('*': every user's)"},
@@ -216,6 +217,23 @@ func printJob(w io.Writer, j api.Job) {
 		{"begin_time", ts(j.BeginTime)},
 		{"dependencies", cell(strings.Join(deps, ","))},
 		{"uri", cell(j.URI)},
+	}
+	// Fields most jobs leave unset are shown only when set.
+	if j.ArrayJob != 0 {
+		lim := "none"
+		if j.ArrayLimit > 0 {
+			lim = strconv.Itoa(j.ArrayLimit)
+		}
+		rows = append(rows, [2]string{"array", fmt.Sprintf("%d_%d (task %d of array %d: %d tasks, at most %s at once)", j.ArrayJob, j.ArrayTask, j.ArrayTask, j.ArrayJob, j.ArrayCount, lim)})
+	}
+	if j.NTasks > 0 {
+		rows = append(rows, [2]string{"ntasks", strconv.Itoa(j.NTasks)})
+	}
+	if j.Nice != 0 {
+		rows = append(rows, [2]string{"nice", strconv.Itoa(j.Nice)})
+	}
+	if j.Singleton {
+		rows = append(rows, [2]string{"singleton", "true"})
 	}
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s:\t%s\n", r[0], r[1])
