@@ -13,9 +13,14 @@ const (
 
 // ResvCreateRequest asks for a reservation (a DAT).
 type ResvCreateRequest struct {
-	Name          string         `json:"name"`
-	Start         time.Time      `json:"start"`
-	End           time.Time      `json:"end"`
+	Name  string    `json:"name"`
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	// StartNow asks for a start at the broker's current second (--start
+	// now): the broker moves Start there, and End by as much, so that
+	// neither the way to the broker nor a client's clock turns "now" into
+	// the past. Start and End must still be given.
+	StartNow      bool           `json:"start_now,omitempty"`
 	Nodes         int            `json:"nodes,omitempty"`    // how many; the broker chooses
 	NodeList      string         `json:"nodelist,omitempty"` // or exactly these (a hostlist)
 	QPU           map[string]int `json:"qpu,omitempty"`
@@ -74,8 +79,9 @@ type ResvUpdateRequest struct {
 	Name        string    `json:"name"`
 	Start       time.Time `json:"start,omitzero"` // before it starts only
 	End         time.Time `json:"end,omitzero"`
-	Nodes       int       `json:"nodes,omitempty"`    // before it starts only
-	NodeList    string    `json:"nodelist,omitempty"` // before it starts only
+	StartNow    bool      `json:"start_now,omitempty"` // as ResvCreateRequest's: Start (and End, if given) move to the broker's current second
+	Nodes       int       `json:"nodes,omitempty"`     // before it starts only
+	NodeList    string    `json:"nodelist,omitempty"`  // before it starts only
 	AddUsers    []string  `json:"add_users,omitempty"`
 	RemoveUsers []string  `json:"remove_users,omitempty"`
 	DryRun      bool      `json:"dry_run,omitempty"`

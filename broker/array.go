@@ -1,47 +1,15 @@
 package broker
 
 import (
-	"slices"
-	"strconv"
-
+	"github.com/strata-hpc/strata/broker/store"
 	"github.com/strata-hpc/strata/instance"
 )
 
-// Job arrays are persisted as one record (arrayRecord in ArraysBucket),
+// Job arrays are persisted as one record (store.Array in ArraysBucket),
 // written in the submitting input's batch: one KV write makes the whole
 // array durable, so that a submission is all its tasks or none, and a
 // large array costs about what one job costs. Tasks that change later get
 // records of their own in JobsBucket, as any job does.
-
-// arrayRecord is a job array as submitted: the record of one task, the
-// template, and the IDs and indexes of the tasks it stands for. The tasks
-// that change later (they start, are cancelled) get records of their own
-// in JobsBucket, which supersede the array's at restore.
-type arrayRecord struct {
-	V     int              `json:"v"`
-	Job   jobRecord        `json:"job"`
-	IDs   []instance.JobID `json:"ids"`
-	Tasks []int            `json:"tasks"`
-}
-
-// tasks returns the records of the array's tasks, made from the template.
-func (a arrayRecord) tasks() []jobRecord {
-	out := make([]jobRecord, 0, len(a.IDs))
-	for i, id := range a.IDs {
-		if i >= len(a.Tasks) {
-			break
-		}
-		t := a.Job
-		t.Job.ID = id
-		t.Job.Spec.Array.Task = a.Tasks[i]
-		t.Job.Events = slices.Clone(a.Job.Job.Events)
-		if id != a.Job.Job.Spec.Array.Job {
-			t.Meta.Key = "" // the key finds the array by its first task
-		}
-		out = append(out, t)
-	}
-	return out
-}
 
 // untouched reports whether j is as it was submitted: pending, with a
 // history of one event.
@@ -64,27 +32,30 @@ func (r *Runtime) arrayRecords(b *batch) map[instance.JobID]bool {
 		if !ok {
 			continue
 		}
-		var rec arrayRecord
+		var template instance.Job
+		var meta jobMeta
+		var ids []instance.JobID
+		var tasks []int
 		for i := 0; i < head.Spec.Array.Count; i++ {
 			j, ok := r.in.Job(a + instance.JobID(i))
 			if !ok || j.Spec.Array.Job != a || !untouched(j) {
 				continue
 			}
-			if rec.IDs == nil {
-				rec = arrayRecord{V: 1, Job: jobRecord{V: 1, Job: j}}
+			if ids == nil {
+				template = j
 				if m := r.meta[j.ID]; m != nil {
-					rec.Job.Meta = *m
+					meta = *m
 				}
 				if m := r.meta[a]; m != nil {
-					rec.Job.Meta.Key = m.Key
+					meta.Key = m.Key
 				}
 			}
-			rec.IDs = append(rec.IDs, j.ID)
-			rec.Tasks = append(rec.Tasks, j.Spec.Array.Task)
+			ids = append(ids, j.ID)
+			tasks = append(tasks, j.Spec.Array.Task)
 			in[j.ID] = true
 		}
-		if rec.IDs != nil {
-			b.recs = append(b.recs, record{bucket: ArraysBucket, key: strconv.FormatInt(int64(a), 10), v: rec})
+		if ids != nil {
+			b.recs = append(b.recs, record{bucket: ArraysBucket, key: store.JobKey(a), v: store.FromArray(template, meta, ids, tasks)})
 		}
 	}
 	r.newArrays = r.newArrays[:0]

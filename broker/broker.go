@@ -28,6 +28,7 @@ import (
 // WaitForShutdown from another goroutine if needed). All methods are safe for
 // concurrent use.
 type Broker struct {
+	lock *stateLock // held from New until Shutdown
 	opts Options
 	log  *slog.Logger
 	id   *identity // nil: external NATS and no account key; cannot mint credentials
@@ -73,8 +74,19 @@ func New(opts Options) (*Broker, error) {
 	if err := os.MkdirAll(o.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("broker: state dir: %w", err)
 	}
+	lock, err := lockState(o.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	if o.NatsURL == "" {
+		if err := checkKeys(o.StateDir); err != nil {
+			lock.unlock()
+			return nil, err
+		}
+	}
 	id, err := loadIdentity(filepath.Join(o.StateDir, keysDir), o.NatsURL == "")
 	if err != nil {
+		lock.unlock()
 		return nil, err
 	}
 	admins := map[string]bool{AdminUser: true}
@@ -83,6 +95,7 @@ func New(opts Options) (*Broker, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Broker{
+		lock:     lock,
 		opts:     o,
 		log:      o.Logger,
 		id:       id,
@@ -187,6 +200,7 @@ func (b *Broker) Shutdown() {
 		}
 	}
 	b.cancel()
+	b.lock.unlock()
 	b.mu.Lock()
 	b.state = stateClosed
 	b.mu.Unlock()

@@ -7,23 +7,17 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/strata-hpc/strata/api"
+	"github.com/strata-hpc/strata/broker/store"
 	"github.com/strata-hpc/strata/instance"
 	"github.com/strata-hpc/strata/qpu"
 	"github.com/strata-hpc/strata/resv"
 )
-
-// QPUBucket holds the QPU scheduler's records: "job.ID" (a qpu.Job),
-// "session.PATH.BACKEND" (a qpu.Session) and "backend.NAME" (a qpu.Backend).
-const QPUBucket = "strata_qpu"
 
 // qpuRuntime is the runtime's QPU side: the scheduler core, and what
 // waits on it. Everything in it is guarded by Runtime.mu.
@@ -39,6 +33,9 @@ type qpuRuntime struct {
 	// handouts are tasks given to waiting pulls, answered once their
 	// records are durable.
 	handouts []handout
+	// aborts are executors to tell to abort a job, once the records
+	// that cancelled it are durable.
+	aborts []qpuAbort
 	// results are qpu-result requests waiting for a job to end.
 	results map[qpu.JobID][]chan struct{}
 	// byJob maps a core job holding an open session to its session path.
@@ -53,6 +50,22 @@ type pull struct {
 	req           micro.Request
 	timer         *time.Timer
 	done          bool
+}
+
+// qpuAbort tells executor exec to abort QPU job job.
+type qpuAbort struct {
+	exec string
+	job  qpu.JobID
+}
+
+// sendAborts tells the executors.
+func (r *Runtime) sendAborts(as []qpuAbort) {
+	for _, a := range as {
+		data, _ := json.Marshal(api.ExecTask{ID: uint64(a.job)})
+		if err := r.b.nc.Publish(api.RoleExecutor.InboxPrefix(a.exec)+".abort", data); err != nil {
+			r.b.log.Warn("cannot tell an executor to abort", "executor", a.exec, "job", a.job, "err", err)
+		}
+	}
 }
 
 type handout struct {
@@ -85,33 +98,11 @@ func (r *Runtime) startQPU() error {
 // restoreQPU loads the QPU records and ends the sessions whose holders are
 // gone. It runs under r.mu, after the core's restore.
 func (r *Runtime) restoreQPU(ctx context.Context) error {
-	var (
-		backs []qpu.Backend
-		sess  []qpu.Session
-		jobs  []qpu.Job
-	)
-	err := r.loadAll(ctx, QPUBucket, func(data []byte) error {
-		var probe struct {
-			ID  *uint64         `json:"id"`
-			Key *qpu.SessionKey `json:"key"`
-		}
-		if err := json.Unmarshal(data, &probe); err != nil {
-			return err
-		}
-		switch {
-		case probe.ID != nil:
-			jobs = append(jobs, qpu.Job{})
-			return json.Unmarshal(data, &jobs[len(jobs)-1])
-		case probe.Key != nil:
-			sess = append(sess, qpu.Session{})
-			return json.Unmarshal(data, &sess[len(sess)-1])
-		}
-		backs = append(backs, qpu.Backend{})
-		return json.Unmarshal(data, &backs[len(backs)-1])
-	})
-	if err != nil {
+	var recs store.QPURecords
+	if err := r.loadAll(ctx, QPUBucket, recs.DecodeQPU); err != nil {
 		return err
 	}
+	backs, sess, jobs := recs.Backends, recs.Sessions, recs.Jobs
 	if err := r.qp.s.Restore(qpuNow(), backs, sess, jobs); err != nil {
 		return fmt.Errorf("broker: restore QPU state: %w", err)
 	}
@@ -210,7 +201,7 @@ func (r *Runtime) applyQPU() {
 		}
 		for _, id := range rd.Jobs {
 			j, _ := r.qp.s.Job(id)
-			r.qp.recs = append(r.qp.recs, record{bucket: QPUBucket, key: "job." + strconv.FormatUint(uint64(id), 10), v: j})
+			r.qp.recs = append(r.qp.recs, record{bucket: QPUBucket, key: store.QPUJobKey(id), v: store.FromQPUJob(j)})
 			if j.State.Final() {
 				for _, c := range r.qp.results[id] {
 					close(c)
@@ -220,20 +211,19 @@ func (r *Runtime) applyQPU() {
 		}
 		for _, k := range rd.Sessions {
 			ss, _ := r.qp.s.Session(k)
-			r.qp.recs = append(r.qp.recs, record{bucket: QPUBucket, key: "session." + k.Path + "." + k.Backend, v: ss})
+			r.qp.recs = append(r.qp.recs, record{bucket: QPUBucket, key: store.QPUSessionKey(k), v: store.FromQPUSession(ss)})
 		}
 		if len(rd.Backends) > 0 {
 			for _, st := range r.qp.s.Status() {
 				for _, n := range rd.Backends {
 					if n == st.Name {
-						r.qp.recs = append(r.qp.recs, record{bucket: QPUBucket, key: "backend." + n, v: st.Backend})
+						r.qp.recs = append(r.qp.recs, record{bucket: QPUBucket, key: store.QPUBackendKey(n), v: store.FromQPUBackend(st.Backend)})
 					}
 				}
 			}
 		}
 		for _, a := range rd.Aborts {
-			data, _ := json.Marshal(api.ExecTask{ID: uint64(a.Job)})
-			_ = r.b.nc.Publish(api.RoleExecutor.InboxPrefix(a.Executor)+".abort", data)
+			r.qp.aborts = append(r.qp.aborts, qpuAbort{exec: a.Executor, job: a.Job}) // once durable
 		}
 		for _, name := range rd.Wake {
 			r.servePulls(name)
@@ -896,38 +886,16 @@ func (r *Runtime) execResult(name string, m micro.Request) {
 	}()
 }
 
-// answerHandouts answers the pulls given jobs once the records are durable.
-// A future delivers its outcome once, so the caller gets, instead of fs, one
-// future that resolves after the handouts are answered.
-func answerHandouts(ctx context.Context, hs []handout, fs []jetstream.PubAckFuture) []jetstream.PubAckFuture {
-	if len(hs) == 0 {
-		return fs
-	}
-	j := &joinedFuture{ok: make(chan *jetstream.PubAck, 1), err: make(chan error, 1)}
-	go func() {
-		err := waitAcks(ctx, fs)
-		for _, h := range hs {
-			if err != nil {
-				respondExec(h.p.req, nil, err)
-				continue
-			}
-			respondExec(h.p.req, h.task, nil)
-		}
+// answerHandouts answers the pulls given jobs in batch b once b's records
+// are durable: an executor never runs a QPU job the store does not know
+// it has.
+func answerHandouts(ctx context.Context, b *batch) {
+	err := b.wait(ctx)
+	for _, h := range b.handouts {
 		if err != nil {
-			j.err <- err
-			return
+			respondExec(h.p.req, nil, err)
+			continue
 		}
-		j.ok <- &jetstream.PubAck{}
-	}()
-	return []jetstream.PubAckFuture{j}
+		respondExec(h.p.req, h.task, nil)
+	}
 }
-
-// joinedFuture stands for several publishes' acknowledgements.
-type joinedFuture struct {
-	ok  chan *jetstream.PubAck
-	err chan error
-}
-
-func (j *joinedFuture) Ok() <-chan *jetstream.PubAck { return j.ok }
-func (j *joinedFuture) Err() <-chan error            { return j.err }
-func (j *joinedFuture) Msg() *nats.Msg               { return nil }

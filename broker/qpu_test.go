@@ -134,6 +134,14 @@ func TestQPUSession(t *testing.T) {
 	if done.State != api.QPUCompleted || total != 500 || done.ExecMS < 20 || done.Executor != "ex1" {
 		t.Fatalf("finished: %+v (%d shots counted)", done, total)
 	}
+	if c := done.Result.Counts; len(c) != 2 || c["00"] < 200 || c["11"] < 200 {
+		t.Errorf("a Bell pair gave %v; want about half 00 and half 11, nothing else", c)
+	}
+	// A circuit the simulator cannot read fails, saying where and why.
+	bad := qpuWait(t, alice, qpuSubmit(t, alice, holder.ID, "OPENQASM 2.0;\nqreg q[1];\nfoo q[0];").ID)
+	if bad.State != api.QPUFailed || !strings.Contains(bad.Reason, `line 3: unknown gate "foo"; supported: h, x, y, z`) || bad.Result != nil && len(bad.Result.Counts) > 0 {
+		t.Errorf("a bad circuit: %s: %s", bad.State, bad.Reason)
+	}
 
 	// Not without slots, and not someone else's.
 	var x api.QPUJob
@@ -160,7 +168,7 @@ func TestQPUSession(t *testing.T) {
 
 	// Idempotent retries.
 	k1, k2 := api.QPUJob{}, api.QPUJob{}
-	req := api.QPUSubmitRequest{Backend: "qpu0", Payload: []byte("p"), Job: holder.ID, Key: "retry-1"}
+	req := api.QPUSubmitRequest{Backend: "qpu0", Payload: []byte("x q0"), Job: holder.ID, Key: "retry-1"}
 	if err := alice.Call(ctx, api.OpQPUSubmit, req, &k1); err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +190,7 @@ func TestQPUSession(t *testing.T) {
 	if err := admin.Call(ctx, api.OpQPUMaint, api.QPUMaintRequest{Backend: "qpu0", On: true, Reason: "calibration"}, &st); err != nil || st.Accessible || st.MaintReason != "calibration" {
 		t.Fatalf("maint on: %+v, %v", st, err)
 	}
-	held := qpuSubmit(t, alice, holder.ID, "during maintenance")
+	held := qpuSubmit(t, alice, holder.ID, "x q0 // during maintenance")
 	time.Sleep(300 * time.Millisecond)
 	if err := alice.Call(ctx, api.OpQPUShow, api.QPUJobRequest{ID: held.ID}, &x); err != nil || x.State != api.QPUQueued {
 		t.Fatalf("a job during maintenance: %+v, %v", x, err)
@@ -198,7 +206,7 @@ func TestQPUSession(t *testing.T) {
 	if err := admin.Call(ctx, api.OpQPUMaint, api.QPUMaintRequest{Backend: "qpu0", On: true}, &st); err != nil {
 		t.Fatal(err)
 	}
-	orphan := qpuSubmit(t, alice, holder.ID, "left behind")
+	orphan := qpuSubmit(t, alice, holder.ID, "x q0 // left behind")
 	time.Sleep(1100 * time.Millisecond) // the holder held its slot for a whole second at least
 	var j api.Job
 	if err := alice.Call(ctx, api.OpCancel, api.CancelRequest{ID: holder.ID}, &j); err != nil {
@@ -254,7 +262,7 @@ func TestQPUExecutorLoss(t *testing.T) {
 	}
 	waitState(t, alice, holder.ID, api.JobRunning)
 	stop := startExecutor(t, b, "slow", 30*time.Second)
-	qj := qpuSubmit(t, alice, holder.ID, "long")
+	qj := qpuSubmit(t, alice, holder.ID, "x q0 // long")
 	deadline := time.Now().Add(10 * time.Second)
 	for qj.State != api.QPURunning && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
@@ -350,7 +358,7 @@ func TestQPUSurvivesRestart(t *testing.T) {
 	if err := admin.Call(ctx, api.OpQPUMaint, api.QPUMaintRequest{Backend: "qpu0", On: true, Reason: "tuning"}, &st); err != nil {
 		t.Fatal(err)
 	}
-	queued := qpuSubmit(t, alice, holder.ID, "queued across a restart")
+	queued := qpuSubmit(t, alice, holder.ID, "x q0 // queued across a restart")
 	rt.Close()
 	b.Shutdown()
 
@@ -364,7 +372,7 @@ func TestQPUSurvivesRestart(t *testing.T) {
 	if done := qpuWait(t, alice2, queued.ID); done.State != api.QPUCompleted {
 		t.Fatalf("the queued job after the restart: %+v", done)
 	}
-	if again := qpuSubmit(t, alice2, holder.ID, "new"); again.ID <= queued.ID {
+	if again := qpuSubmit(t, alice2, holder.ID, "x q0 // new"); again.ID <= queued.ID {
 		t.Fatalf("a new QPU job reuses ID %d", again.ID)
 	}
 }
@@ -394,7 +402,7 @@ func TestQPUInDATAndChild(t *testing.T) {
 		t.Errorf("a QPU job into a DAT before its start: %v", err)
 	}
 	time.Sleep(time.Until(start.Add(200 * time.Millisecond)))
-	qj = qpuSubmit(t, dat, 0, "in the DAT")
+	qj = qpuSubmit(t, dat, 0, "x q0 // in the DAT")
 	if qj.Session != rv.Path {
 		t.Errorf("session %q, want %q", qj.Session, rv.Path)
 	}
@@ -417,7 +425,7 @@ func TestQPUInDATAndChild(t *testing.T) {
 	}
 	waitState(t, alice, child.ID, api.JobRunning)
 	inner, _ := alice.At("root.j" + child.ID.String())
-	if done := qpuWait(t, alice, qpuSubmit(t, inner, 0, "in the child").ID); done.State != api.QPUCompleted || done.Session != inner.Path() {
+	if done := qpuWait(t, alice, qpuSubmit(t, inner, 0, "x q0 // in the child").ID); done.State != api.QPUCompleted || done.Session != inner.Path() {
 		t.Fatalf("a QPU job in the child instance: %+v", done)
 	}
 	var j api.Job
@@ -436,7 +444,7 @@ func TestQPUInDATAndChild(t *testing.T) {
 	if !errors.Is(err, api.ErrFailedPrecondition) || !strings.Contains(err.Error(), "held by its running child jobs") {
 		t.Errorf("a QPU job in an instance whose slots its child holds: %v", err)
 	}
-	if done := qpuWait(t, alice, qpuSubmit(t, inner, grand.ID, "in the grandchild").ID); done.State != api.QPUCompleted || done.Session != inner.Path()+".j"+grand.ID.String() {
+	if done := qpuWait(t, alice, qpuSubmit(t, inner, grand.ID, "x q0 // in the grandchild").ID); done.State != api.QPUCompleted || done.Session != inner.Path()+".j"+grand.ID.String() {
 		t.Fatalf("a QPU job of the grandchild: %+v", done)
 	}
 	inner.Call(ctx, api.OpCancel, api.CancelRequest{ID: grand.ID}, nil)
@@ -460,7 +468,7 @@ func TestQPUNestedWeights(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitState(t, inner, grand.ID, api.JobRunning)
-	qpuSubmit(t, inner, 0, "queued: no executor")
+	qpuSubmit(t, inner, 0, "x q0 // queued: no executor")
 	var ss api.QPUSession
 	if err := admin.Call(ctx, api.OpQPURevoke, api.QPURevokeRequest{Session: inner.Path(), Reason: "test"}, &ss); err != nil {
 		t.Fatal(err)
@@ -526,5 +534,47 @@ func TestQPUPullWaits(t *testing.T) {
 	qj := qpuSubmit(t, alice, holder.ID, "for the waiting pull")
 	if task := <-got; task.ID != qj.ID || string(task.Payload) != "for the waiting pull" {
 		t.Fatalf("the waiting pull got %+v, want job %d", task, qj.ID)
+	}
+}
+
+// TestQPURestartAfterKeyedJob is the regression of issue 10's first
+// finding: a QPU job submitted with an idempotency key (as the CLI always
+// does) made every later start fail ("cannot unmarshal string into ...
+// qpu.SessionKey"). The broker restarts on the same state, the finished
+// QPU job and its result are still there, and a retry with the same key
+// returns it.
+func TestQPURestartAfterKeyedJob(t *testing.T) {
+	dir := t.TempDir()
+	b, rt := qpuRuntime(t, dir)
+	alice := userClient(t, b, "alice")
+	ctx := context.Background()
+	stop := startExecutor(t, b, "ex1", 5*time.Millisecond)
+	var holder api.Job
+	if err := alice.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 1, Walltime: 60, QPU: map[string]int{"qpu0": 1}, Command: []string{"sleep", "30"}, Cwd: t.TempDir()}, &holder); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, alice, holder.ID, api.JobRunning)
+	req := api.QPUSubmitRequest{Backend: "qpu0", Shots: 100, Payload: []byte("h q0; cx q0 q1"), Job: holder.ID, Key: "cli-7f3a"}
+	var qj api.QPUJob
+	if err := alice.Call(ctx, api.OpQPUSubmit, req, &qj); err != nil {
+		t.Fatal(err)
+	}
+	done := qpuWait(t, alice, qj.ID)
+	stop()
+	rt.Close()
+	b.Shutdown()
+
+	b2, _ := qpuRuntime(t, dir) // fails here without the fix
+	alice2 := userClient(t, b2, "alice")
+	var again api.QPUJob
+	if err := alice2.Call(ctx, api.OpQPUResult, api.QPUResultRequest{ID: qj.ID}, &again); err != nil {
+		t.Fatal(err)
+	}
+	if again.State != done.State || again.Result == nil || len(again.Result.Counts) == 0 {
+		t.Errorf("QPU job after restart: %+v, want %s with its counts", again, done.State)
+	}
+	var retry api.QPUJob
+	if err := alice2.Call(ctx, api.OpQPUSubmit, req, &retry); err != nil || retry.ID != qj.ID {
+		t.Errorf("retry with the same key after restart: job %d, %v; want job %d", retry.ID, err, qj.ID)
 	}
 }

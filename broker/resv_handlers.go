@@ -86,6 +86,10 @@ func (r *Runtime) resvCreate(ctx context.Context, q Request) (any, error) {
 		if err != nil {
 			return nil, err
 		}
+		spec := spec
+		if cr.StartNow { // --start now: this second, whatever the client's clock said
+			spec.Start, spec.End = now, spec.End+(now-spec.Start)
+		}
 		if cr.DryRun {
 			if err := spec.Validate(now); err != nil {
 				return nil, api.Errorf(api.CodeInvalidArgument, "%v", err)
@@ -221,6 +225,16 @@ func (r *Runtime) resvUpdate(ctx context.Context, q Request) (any, error) {
 		return nil, api.Errorf(api.CodeInvalidArgument, "update of reservation %s changes nothing: give a start, end, duration, nodes or users", ur.Name)
 	}
 	return r.do(ctx, func(now instance.Time) (any, error) {
+		u := u
+		if ur.StartNow && u.Start != nil { // --start now: this second, whatever the client's clock said
+			shift := now - *u.Start
+			start := now
+			u.Start = &start
+			if u.End != nil {
+				end := *u.End + shift
+				u.End = &end
+			}
+		}
 		rv, plan, err := r.in.UpdateResv(now, actor(q), ur.Name, u, ur.DryRun)
 		if err != nil {
 			return nil, coreError(err)

@@ -314,3 +314,40 @@ func TestRuntimePendingDATServed(t *testing.T) {
 		t.Fatalf("the job queued through the URI: %s, started %v (DAT start %v)", j.State, j.StartTime, start)
 	}
 }
+
+// TestRuntimeResvStartNow: a start at the broker's current second is
+// accepted and the reservation starts at once; StartNow moves a start that
+// a client's slow clock put in the past to the broker's second, keeping
+// the window's length; without it, a past start is refused.
+func TestRuntimeResvStartNow(t *testing.T) {
+	b, _ := runtime(t, "")
+	ctx := context.Background()
+	admin := userClient(t, b, "admin")
+
+	before := time.Now().Truncate(time.Second)
+	skewed := before.Add(-time.Hour) // a client an hour behind
+	var rv api.Resv
+	if err := admin.Call(ctx, api.OpResvCreate, api.ResvCreateRequest{Name: "past", Start: skewed, End: skewed.Add(2 * time.Hour), Nodes: 1}, &rv); !errors.Is(err, api.ErrInvalidArgument) || !strings.Contains(err.Error(), "is in the past; give --start now or a later time") {
+		t.Fatalf("a start an hour ago: %v", err)
+	}
+	if err := admin.Call(ctx, api.OpResvCreate, api.ResvCreateRequest{Name: "now", Start: skewed, End: skewed.Add(2 * time.Hour), StartNow: true, Nodes: 1}, &rv); err != nil {
+		t.Fatalf("StartNow: %v", err)
+	}
+	after := time.Now()
+	if rv.Start.Before(before) || rv.Start.After(after) || rv.End.Sub(rv.Start) != 2*time.Hour {
+		t.Errorf("StartNow made %v to %v; want a start in [%v, %v] and 2h", rv.Start, rv.End, before, after)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if err := admin.Call(ctx, api.OpResvShow, api.ResvRequest{Name: "now"}, &rv); err != nil {
+			t.Fatal(err)
+		}
+		if rv.State == "active" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a reservation starting now is %s", rv.State)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

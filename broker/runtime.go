@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -11,27 +10,32 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/strata-hpc/strata/api"
 	"github.com/strata-hpc/strata/broker/executor"
+	"github.com/strata-hpc/strata/broker/store"
 	"github.com/strata-hpc/strata/instance"
 	"github.com/strata-hpc/strata/internal/hostlist"
+	"github.com/strata-hpc/strata/qpu"
 	"github.com/strata-hpc/strata/timeline"
 )
 
-// Buckets of the runtime's durable state.
+// Buckets of the runtime's durable state; package store owns their
+// records.
 const (
-	JobsBucket  = "strata_jobs"  // key: job ID; value: a jobRecord in JSON
-	ResvsBucket = "strata_resvs" // key: reservation name; value: an instance.Resv in JSON
+	JobsBucket  = store.JobsBucket  // key: job ID; value: a store.Job
+	ResvsBucket = store.ResvsBucket // key: reservation name; value: a store.Resv
+	QPUBucket   = store.QPUBucket   // keys job.ID, session.PATH.BACKEND, backend.NAME
+	MetaBucket  = store.MetaBucket  // key "ids": a store.IDs
 	// ArraysBucket holds job arrays as submitted, one record each, so that
 	// an array is stored whole or not at all. Key: the array's job ID;
-	// value: an arrayRecord in JSON.
-	ArraysBucket = "strata_arrays"
+	// value: a store.Array.
+	ArraysBucket = store.ArraysBucket
 )
 
 // Resources is what the root instance manages and how.
@@ -87,6 +91,7 @@ type Runtime struct {
 	dirtyResvs []string
 	isDirtyRv  map[string]bool
 	starts     []*startTask
+	signals    []signalTask
 	// starting holds the jobs whose executor start is in flight.
 	starting map[instance.JobID]*startTask
 	// signalled holds the running jobs that a signal has reached, so
@@ -105,6 +110,25 @@ type Runtime struct {
 	done     chan struct{}
 
 	qp qpuRuntime // the QPU scheduler and what waits on it
+
+	// savedIDs is the last IDs record queued for the store; idsDirty
+	// says it must go out with the next records.
+	savedIDs store.IDs
+	idsDirty bool
+
+	// storeErr is why the store refuses writes, while it does: changes
+	// are refused meanwhile (see committer).
+	storeErr atomic.Pointer[error]
+}
+
+// storeFailure records that the store refuses writes (err), or takes them
+// again (nil).
+func (r *Runtime) storeFailure(err error) {
+	if err == nil {
+		r.storeErr.Store(nil)
+		return
+	}
+	r.storeErr.Store(&err)
 }
 
 // maxStarts bounds the executor starts in flight at once.
@@ -115,17 +139,7 @@ const maxExitBatch = 256
 
 // jobMeta is what the runtime keeps of a job beyond the core's record:
 // how to run it, and how to find its processes again.
-type jobMeta struct {
-	Command []string          `json:"command"`
-	Cwd     string            `json:"cwd"`
-	Env     map[string]string `json:"env,omitempty"`
-	Stdout  string            `json:"stdout,omitempty"`
-	Stderr  string            `json:"stderr,omitempty"`
-	Exec    *executor.Record  `json:"exec,omitempty"`
-	Key     string            `json:"key,omitempty"` // the submission's idempotency key
-	NTasks  int               `json:"ntasks,omitempty"`
-	Nice    int               `json:"nice,omitempty"`
-}
+type jobMeta = store.Meta
 
 // envNTasks is the variable that tells a job how many tasks it asked for
 // (submit -n).
@@ -145,13 +159,6 @@ func pathVars(j instance.Job) executor.PathVars {
 		v.ArrayJob, v.ArrayTask = strconv.FormatInt(int64(a.Job), 10), strconv.Itoa(a.Task)
 	}
 	return v
-}
-
-// jobRecord is a job as persisted.
-type jobRecord struct {
-	V    int          `json:"v"`
-	Job  instance.Job `json:"job"`
-	Meta jobMeta      `json:"meta"`
 }
 
 // RunInstances starts the runtime on a started broker: it restores the
@@ -207,7 +214,7 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 	}
 	ctx, cancel := context.WithTimeout(b.ctx, b.opts.StartTimeout)
 	defer cancel()
-	for _, bucket := range []string{JobsBucket, ResvsBucket, QPUBucket, ArraysBucket} {
+	for _, bucket := range []string{JobsBucket, ResvsBucket, QPUBucket, MetaBucket, ArraysBucket} {
 		if _, err := b.KeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, Description: "Strata " + bucket}); err != nil {
 			return nil, err
 		}
@@ -233,9 +240,9 @@ func (r *Runtime) now() instance.Time { return instance.Time(time.Now().Unix()) 
 // processes of running jobs.
 func (r *Runtime) restore(ctx context.Context) error {
 	var resvs []instance.Resv
-	if err := r.loadAll(ctx, ResvsBucket, func(data []byte) error {
-		var rv instance.Resv
-		if err := json.Unmarshal(data, &rv); err != nil {
+	if err := r.loadAll(ctx, ResvsBucket, func(key string, data []byte) error {
+		rv, err := store.DecodeResv(key, data)
+		if err != nil {
 			return err
 		}
 		resvs = append(resvs, rv)
@@ -245,25 +252,29 @@ func (r *Runtime) restore(ctx context.Context) error {
 	}
 	// A job array's tasks as submitted, then every job's own record,
 	// which supersedes its task's.
-	recs := map[instance.JobID]jobRecord{}
-	if err := r.loadAll(ctx, ArraysBucket, func(data []byte) error {
-		var rec arrayRecord
-		if err := json.Unmarshal(data, &rec); err != nil {
+	type loaded struct {
+		job  instance.Job
+		meta jobMeta
+	}
+	recs := map[instance.JobID]loaded{}
+	if err := r.loadAll(ctx, ArraysBucket, func(key string, data []byte) error {
+		tasks, metas, err := store.DecodeArray(key, data)
+		if err != nil {
 			return err
 		}
-		for _, t := range rec.tasks() {
-			recs[t.Job.ID] = t
+		for i, t := range tasks {
+			recs[t.ID] = loaded{t, metas[i]}
 		}
 		return nil
 	}); err != nil {
 		return err
 	}
-	if err := r.loadAll(ctx, JobsBucket, func(data []byte) error {
-		var rec jobRecord
-		if err := json.Unmarshal(data, &rec); err != nil {
+	if err := r.loadAll(ctx, JobsBucket, func(key string, data []byte) error {
+		j, m, err := store.DecodeJob(key, data)
+		if err != nil {
 			return err
 		}
-		recs[rec.Job.ID] = rec
+		recs[j.ID] = loaded{j, m}
 		return nil
 	}); err != nil {
 		return err
@@ -271,12 +282,30 @@ func (r *Runtime) restore(ctx context.Context) error {
 	jobs := make([]instance.Job, 0, len(recs))
 	for _, id := range slices.Sorted(maps.Keys(recs)) {
 		rec := recs[id]
-		m := rec.Meta
+		m := rec.meta
 		r.meta[id] = &m
 		if m.Key != "" {
-			r.keys[rec.Job.Spec.User+"\x00"+m.Key] = id
+			r.keys[rec.job.Spec.User+"\x00"+m.Key] = id
 		}
-		jobs = append(jobs, rec.Job)
+		jobs = append(jobs, rec.job)
+	}
+	if err := r.loadAll(ctx, MetaBucket, func(key string, data []byte) error {
+		if key != store.IDsKey {
+			return nil
+		}
+		ids, err := store.DecodeIDs(data)
+		r.savedIDs = ids
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := r.checkLost(ctx); err != nil {
+		return err
+	}
+	if int64(len(jobs)) < r.savedIDs.Jobs {
+		return fmt.Errorf("broker: the store lost job records: %s holds %d jobs, but %d were recorded (last job ID %d): "+
+			"jobs that were acknowledged are gone; restore the state directory from a backup (the broker will not serve a partial state)",
+			JobsBucket, len(jobs), r.savedIDs.Jobs, r.savedIDs.Job)
 	}
 	r.mu.Lock()
 	locked := true
@@ -286,6 +315,8 @@ func (r *Runtime) restore(ctx context.Context) error {
 		}
 	}()
 	now := r.now()
+	r.in.SkipIDs(instance.JobID(r.savedIDs.Job))
+	r.qp.s.SkipIDs(qpu.JobID(r.savedIDs.QPUJob))
 	lost, err := r.in.Restore(now, resvs, jobs)
 	if err != nil {
 		return fmt.Errorf("broker: restore: %w", err)
@@ -330,7 +361,7 @@ func (r *Runtime) restore(ctx context.Context) error {
 }
 
 // loadAll calls fn with the latest value of every key of bucket.
-func (r *Runtime) loadAll(ctx context.Context, bucket string, fn func([]byte) error) error {
+func (r *Runtime) loadAll(ctx context.Context, bucket string, fn func(key string, data []byte) error) error {
 	kv, err := r.b.js.KeyValue(ctx, bucket)
 	if err != nil {
 		return err
@@ -344,8 +375,8 @@ func (r *Runtime) loadAll(ctx context.Context, bucket string, fn func([]byte) er
 		if e == nil {
 			return nil
 		}
-		if err := fn(e.Value()); err != nil {
-			return fmt.Errorf("broker: restore %s/%s: %w", bucket, e.Key(), err)
+		if err := fn(e.Key(), e.Value()); err != nil {
+			return fmt.Errorf("broker: cannot restore the state: %w", err)
 		}
 	}
 	return ctx.Err()
@@ -453,8 +484,17 @@ func (r *Runtime) markJob(id instance.JobID) {
 // output is what one input leaves to do once the lock is released: the
 // records to publish and the executor starts to carry out.
 type output struct {
-	batch  *batch
-	starts []*startTask
+	batch   *batch
+	starts  []*startTask
+	signals []signalTask
+	aborts  []qpuAbort
+}
+
+// signalTask is a signal the core sent to a job, sent once its record is
+// durable.
+type signalTask struct {
+	job instance.JobID
+	sig syscall.Signal
 }
 
 // output takes what the current input changed and must start. The records
@@ -464,7 +504,15 @@ type output struct {
 // batch and run the starts itself).
 func (r *Runtime) output() output {
 	var out output
-	if len(r.dirtyJobs) > 0 || len(r.dirtyResvs) > 0 || len(r.qp.recs) > 0 || len(r.qp.handouts) > 0 {
+	if ids := (store.IDs{V: store.Version, Job: int64(r.in.LastID()), QPUJob: uint64(r.qp.s.LastID()), Jobs: int64(r.in.NumJobs())}); ids != r.savedIDs {
+		// No ID is handed out twice: the IDs record goes with the first
+		// records that carry a new ID, after them, so that a crash
+		// between the two leaves more job records than it counts,
+		// never fewer.
+		r.savedIDs = ids
+		r.idsDirty = true
+	}
+	if len(r.dirtyJobs) > 0 || len(r.dirtyResvs) > 0 || len(r.qp.recs) > 0 || len(r.qp.handouts) > 0 || r.idsDirty {
 		b := &batch{recs: make([]record, 0, len(r.dirtyJobs)+len(r.dirtyResvs)+len(r.qp.recs)), durable: make(chan struct{})}
 		inArray := r.arrayRecords(b)
 		for _, id := range r.dirtyJobs {
@@ -472,18 +520,22 @@ func (r *Runtime) output() output {
 			if !ok || inArray[id] {
 				continue
 			}
-			rec := jobRecord{V: 1, Job: j}
-			if m := r.meta[id]; m != nil {
-				rec.Meta = *m // its fields are replaced, never changed in place
+			var m jobMeta
+			if mp := r.meta[id]; mp != nil {
+				m = *mp // its fields are replaced, never changed in place
 			}
-			b.recs = append(b.recs, record{bucket: JobsBucket, key: strconv.FormatInt(int64(id), 10), v: rec})
+			b.recs = append(b.recs, record{bucket: JobsBucket, key: store.JobKey(id), v: store.FromJob(j, m)})
 		}
 		for _, name := range r.dirtyResvs {
 			if rv, ok := r.in.Resv(name); ok {
-				b.recs = append(b.recs, record{bucket: ResvsBucket, key: name, v: rv})
+				b.recs = append(b.recs, record{bucket: ResvsBucket, key: name, v: store.FromResv(rv)})
 			}
 		}
 		b.recs = append(b.recs, r.qp.recs...)
+		if r.idsDirty {
+			b.recs = append(b.recs, record{bucket: MetaBucket, key: store.IDsKey, v: r.savedIDs})
+			r.idsDirty = false
+		}
 		b.handouts = r.qp.handouts
 		r.qp.recs, r.qp.handouts = nil, nil
 		clear(r.isDirty)
@@ -493,313 +545,64 @@ func (r *Runtime) output() output {
 		out.batch = b
 	}
 	out.starts, r.starts = r.starts, nil
+	out.signals, r.signals = r.signals, nil
+	out.aborts, r.qp.aborts = r.qp.aborts, nil
 	r.busy += len(out.starts)
 	return out
 }
 
-// record is one record to persist, copied under the lock.
-type record struct {
-	bucket, key string
-	v           any // jobRecord or instance.Resv
-}
-
-// batch is the records of one input, queued for the committer while the
-// input holds the lock.
-type batch struct {
-	recs []record
-	// handouts are QPU jobs given to executors' pulls, answered once
-	// the records are durable.
-	handouts []handout
-	durable  chan struct{} // closed once the records are acknowledged, or failed
-	err      error         // why they failed; read once durable is closed
-}
-
-// wait waits until the batch's records are acknowledged by JetStream. A
-// nil batch has nothing to wait for.
-func (b *batch) wait(ctx context.Context) error {
-	if b == nil {
-		return nil
-	}
-	select {
-	case <-b.durable:
-		return b.err
-	case <-ctx.Done():
-		return api.Errorf(api.CodeUnavailable, "the broker is shutting down")
-	}
-}
-
-// committer publishes the sealed batches to JetStream (group commit). One
-// goroutine takes every batch queued meanwhile (a group), encodes their
-// records and publishes them in the order the inputs were applied, so that
-// the last record published for a key is always the latest; a second one
-// waits for their acknowledgements, in the same order, and releases each
-// batch's waiters. An input thus costs its waiter one wake-up, where it
-// cost a timer and a hand-off from the input before it, and a burst of
-// inputs reaches the server as one burst of publishes.
+// finish carries out an input's output without the lock, persist first:
+// once the input's records are durable, it sends the signals, tells the
+// QPU executors, and runs the starts (and whatever their outcomes lead
+// to); it returns once all of that is durable too. Nothing is carried out
+// for a change the store does not hold: a crash in between leaves a
+// state from which the restart does the same again.
 //
-// Within a group, a record that a later batch of the group writes again
-// (the same job's record, changed by a later input) is not published: the
-// later record is a whole snapshot that includes the change, and the
-// earlier batch is released once it is acknowledged. Under load, when
-// groups grow, the store thus gets fewer writes per job. Batches that
-// answer QPU handouts take no part in this (answerHandouts consumes their
-// futures).
-type committer struct {
-	r *Runtime
-
-	mu      sync.Mutex
-	cond    sync.Cond
-	q       []*batch // sealed, not yet published
-	stopped bool
-
-	acks chan *group   // from the publisher to the acknowledger
-	done chan struct{} // closed once both goroutines have ended
-}
-
-// group is the batches published together, and the futures of their
-// records' acknowledgements in the order of publishing.
-type group struct {
-	batches []*batch
-	fs      []jetstream.PubAckFuture // in the order published
-	// Batch i waits for fs[own[i].from:own[i].to], and for fs[j] for
-	// each j in later[i] (a later batch's record that includes its own).
-	own   []span
-	later [][]int // nil when no record is left to a later batch
-}
-
-// span is the indexes [from, to) of a batch's own futures in a group.
-type span struct{ from, to int }
-
-func newCommitter(r *Runtime) *committer {
-	c := &committer{r: r, acks: make(chan *group, 64), done: make(chan struct{})}
-	c.cond.L = &c.mu
-	unwatch := context.AfterFunc(r.b.ctx, c.halt)
-	go func() {
-		c.publish()
-		close(c.acks)
-	}()
-	go func() {
-		defer close(c.done)
-		defer unwatch()
-		c.acknowledge()
-	}()
-	return c
-}
-
-// add queues b for publishing; the caller holds r.mu, so that batches are
-// queued in the order of the inputs. Once the committer is stopped, b
-// fails at once.
-func (c *committer) add(b *batch) {
-	c.mu.Lock()
-	if c.stopped {
-		c.mu.Unlock()
-		b.err = api.Errorf(api.CodeUnavailable, "the broker is shutting down")
-		close(b.durable)
-		return
-	}
-	c.q = append(c.q, b)
-	if len(c.q) == 1 {
-		c.cond.Signal()
-	}
-	c.mu.Unlock()
-}
-
-// halt makes the committer publish what is queued and end; batches added
-// afterwards fail.
-func (c *committer) halt() {
-	c.mu.Lock()
-	c.stopped = true
-	c.cond.Signal()
-	c.mu.Unlock()
-}
-
-// stop halts the committer and waits until the last acknowledgement is in
-// (or the broker has shut down).
-func (c *committer) stop() {
-	c.halt()
-	select {
-	case <-c.done:
-	case <-c.r.b.ctx.Done():
-	}
-}
-
-// publish is the publishing goroutine.
-func (c *committer) publish() {
-	for {
-		c.mu.Lock()
-		for len(c.q) == 0 && !c.stopped {
-			c.cond.Wait()
-		}
-		if len(c.q) == 0 {
-			c.mu.Unlock()
-			return
-		}
-		q := c.q
-		c.q = nil
-		c.mu.Unlock()
-		c.acks <- c.publishGroup(q)
-	}
-}
-
-// publishGroup encodes the records of the batches q and publishes them
-// asynchronously, in order, leaving out those a later batch of q
-// rewrites.
-func (c *committer) publishGroup(q []*batch) *group {
-	r := c.r
-	g := &group{batches: q, own: make([]span, len(q))}
-	// last[k] is the last batch of q (without handouts) that writes key
-	// k; at[k] the index in g.fs of the future of its record.
-	type key struct{ bucket, key string }
-	var last, at map[key]int
-	if len(q) > 1 {
-		last, at = map[key]int{}, map[key]int{}
-		for i, b := range q {
-			if len(b.handouts) == 0 {
-				for _, rec := range b.recs {
-					last[key{rec.bucket, rec.key}] = i
-				}
-			}
-		}
-	}
-	var later [][]key // per batch: the keys left to a later batch
-	for i, b := range q {
-		first := len(g.fs)
-		for _, rec := range b.recs {
-			k := key{rec.bucket, rec.key}
-			if last != nil && len(b.handouts) == 0 {
-				if j, ok := last[k]; ok && j > i {
-					if later == nil {
-						later = make([][]key, len(q))
-					}
-					later[i] = append(later[i], k)
-					continue
-				}
-			}
-			var f jetstream.PubAckFuture
-			d, err := json.Marshal(rec.v)
-			if err == nil {
-				f, err = r.b.js.PublishAsync("$KV."+rec.bucket+"."+rec.key, d)
-			}
-			if err != nil {
-				// The input fails: its change is not durable.
-				r.b.log.Error("cannot persist record", "bucket", rec.bucket, "key", rec.key, "err", err)
-				f = failedFuture(err)
-			}
-			if at != nil && len(b.handouts) == 0 {
-				at[k] = len(g.fs)
-			}
-			g.fs = append(g.fs, f)
-		}
-		if len(b.handouts) > 0 {
-			// The handouts are answered once the records are durable;
-			// the batch waits for that instead.
-			own := slices.Clone(g.fs[first:])
-			g.fs = append(g.fs[:first], answerHandouts(r.b.ctx, b.handouts, own)...)
-		}
-		g.own[i] = span{first, len(g.fs)}
-	}
-	if later != nil {
-		g.later = make([][]int, len(q))
-		for i, ks := range later {
-			for _, k := range ks {
-				g.later[i] = append(g.later[i], at[k])
-			}
-		}
-	}
-	return g
-}
-
-// acknowledge is the acknowledging goroutine: it waits for the
-// acknowledgements of each group, in order, and releases each batch once
-// those it depends on are in.
-func (c *committer) acknowledge() {
-	t := time.NewTimer(ackTimeout)
-	defer t.Stop()
-	for g := range c.acks {
-		t.Reset(ackTimeout)
-		errs := make([]error, len(g.fs))
-		next := 0 // the first future not yet waited for
-		// upTo waits for the futures up to fs[d] and returns fs[d]'s error.
-		upTo := func(d int) error {
-			for ; next <= d; next++ {
-				errs[next] = awaitAcks(c.r.b.ctx, g.fs[next:next+1], t.C)
-				if errors.Is(errs[next], errAckTimeout) {
-					t.Reset(ackTimeout) // the next future gets its own
-				}
-			}
-			return errs[d]
-		}
-		for i, b := range g.batches {
-			for d := g.own[i].from; d < g.own[i].to; d++ {
-				if err := upTo(d); b.err == nil {
-					b.err = err
-				}
-			}
-			if g.later != nil {
-				for _, d := range g.later[i] {
-					if err := upTo(d); b.err == nil {
-						b.err = err
-					}
-				}
-			}
-			close(b.durable)
-		}
-	}
-}
-
-// failed is the future of a record that could not be published.
-type failed struct{ err chan error }
-
-func failedFuture(err error) jetstream.PubAckFuture {
-	f := failed{err: make(chan error, 1)}
-	f.err <- err
-	return f
-}
-
-func (f failed) Ok() <-chan *jetstream.PubAck { return nil }
-func (f failed) Err() <-chan error            { return f.err }
-func (f failed) Msg() *nats.Msg               { return nil }
-
-// ackTimeout bounds the wait for JetStream's acknowledgements.
-const ackTimeout = 10 * time.Second
-
-var errAckTimeout = api.Errorf(api.CodeUnavailable, "the broker's store did not acknowledge the change in time; try again")
-
-// finish carries out an input's output without the lock: it runs the
-// starts (and whatever their outcomes lead to) and waits until all of it,
-// and the input's records, are durable.
+// A request that stops waiting (ctx) leaves the rest to go on without it.
 func (r *Runtime) finish(ctx context.Context, out output) error {
-	err := r.runStarts(ctx, out.starts)
-	if werr := out.batch.wait(ctx); werr != nil && err == nil {
-		err = werr
-	}
-	return err
-}
-
-// waitAcks waits for every future of fs, for at most ackTimeout.
-func waitAcks(ctx context.Context, fs []jetstream.PubAckFuture) error {
-	if len(fs) == 0 {
+	if out.batch == nil && len(out.starts) == 0 && len(out.signals) == 0 && len(out.aborts) == 0 {
 		return nil
 	}
-	timeout := time.NewTimer(ackTimeout)
-	defer timeout.Stop()
-	return awaitAcks(ctx, fs, timeout.C)
+	if ctx == r.b.ctx {
+		return r.carryOut(out)
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.carryOut(out) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return api.Errorf(api.CodeUnavailable, "gave up waiting for the broker's store; the change is applied once it is durable: retry with the same idempotency key, or look before trying again")
+	}
 }
 
-// awaitAcks waits for every future of fs, or until timeout fires.
-func awaitAcks(ctx context.Context, fs []jetstream.PubAckFuture, timeout <-chan time.Time) error {
-	for _, f := range fs {
-		select {
-		case <-f.Ok():
-		case err := <-f.Err():
-			return api.Errorf(api.CodeUnavailable, "the broker could not persist the change: %v; try again", err)
-		case <-ctx.Done():
-			return api.Errorf(api.CodeUnavailable, "the broker is shutting down")
-		case <-timeout:
-			return errAckTimeout
+// carryOut waits until out's records are durable, then carries out its
+// effects.
+func (r *Runtime) carryOut(out output) error {
+	if err := out.batch.wait(r.b.ctx); err != nil {
+		r.mu.Lock()
+		for _, t := range out.starts {
+			if r.starting[t.job] == t {
+				delete(r.starting, t.job)
+			}
 		}
+		r.release(len(out.starts)) // never carried out
+		r.mu.Unlock()
+		return err
 	}
-	return nil
+	if len(out.signals) > 0 {
+		r.mu.Lock()
+		for _, sg := range out.signals {
+			if t := r.starting[sg.job]; t != nil {
+				t.signals = append(t.signals, sg.sig) // sent once it has started
+				continue
+			}
+			r.signalOnTime(sg.job, sg.sig)
+		}
+		r.mu.Unlock()
+	}
+	r.sendAborts(out.aborts)
+	return r.runStarts(out.starts)
 }
 
 // effect carries out one decision of the core.
@@ -808,11 +611,7 @@ func (r *Runtime) effect(e instance.Effect) {
 	case instance.StartJob:
 		r.startJob(e)
 	case instance.SignalJob:
-		if t := r.starting[e.Job]; t != nil {
-			t.signals = append(t.signals, e.Signal) // sent once it has started
-			return
-		}
-		r.signalOnTime(e.Job, e.Signal)
+		r.signals = append(r.signals, signalTask{job: e.Job, sig: e.Signal}) // once durable
 	case instance.StartChild:
 		if _, err := r.serve(e.ChildPath); err != nil {
 			r.b.log.Error("cannot serve child instance", "path", e.ChildPath, "err", err)
@@ -934,8 +733,9 @@ func (r *Runtime) startJob(e instance.Effect) {
 
 // runStarts carries out starts, concurrently, and what their outcomes
 // lead to (a failed start frees nodes for the next job), until nothing is
-// left to start; it returns once all of it is durable.
-func (r *Runtime) runStarts(ctx context.Context, ts []*startTask) error {
+// left to start; it returns once all of it is durable. Each start counts
+// as busy until then.
+func (r *Runtime) runStarts(ts []*startTask) error {
 	if len(ts) == 0 {
 		return nil
 	}
@@ -944,35 +744,11 @@ func (r *Runtime) runStarts(ctx context.Context, ts []*startTask) error {
 		mu    sync.Mutex
 		first error
 	)
-	var run func(t *startTask)
-	run = func(t *startTask) {
+	run := func(t *startTask) {
 		defer wg.Done()
-		var bs []*batch
-		n := 0
-		for t != nil {
-			out := r.start(t)
-			n++
-			if out.batch != nil {
-				bs = append(bs, out.batch)
-			}
-			t = nil
-			for i, next := range out.starts {
-				if i == 0 {
-					t = next
-					continue
-				}
-				wg.Add(1)
-				go run(next)
-			}
-		}
-		var err error
-		for _, b := range bs {
-			if werr := b.wait(ctx); werr != nil && err == nil {
-				err = werr
-			}
-		}
+		err := r.carryOut(r.start(t))
 		r.mu.Lock()
-		r.release(n) // carried out and recorded
+		r.release(1) // carried out and recorded
 		r.mu.Unlock()
 		if err != nil {
 			mu.Lock()
@@ -989,18 +765,6 @@ func (r *Runtime) runStarts(ctx context.Context, ts []*startTask) error {
 	run(ts[0])
 	wg.Wait()
 	return first
-}
-
-// startAsync runs starts in the background, logging what goes wrong.
-func (r *Runtime) startAsync(ts []*startTask) {
-	if len(ts) == 0 {
-		return
-	}
-	go func() {
-		if err := r.runStarts(r.b.ctx, ts); err != nil {
-			r.b.log.Error("persisting a job start failed", "err", err)
-		}
-	}()
 }
 
 // start carries out one start and applies its outcome: the executor's
@@ -1124,19 +888,21 @@ func (r *Runtime) reapExits() {
 		out := r.output()
 		r.busy++ // the persistence below
 		r.mu.Unlock()
-		r.startAsync(out.starts)
 		go func() {
 			defer func() {
 				r.mu.Lock()
 				r.release(1)
 				r.mu.Unlock()
 			}()
-			if err := out.batch.wait(r.b.ctx); err != nil {
-				r.b.log.Error("persisting an exit failed", "jobs", ids, "err", err)
-				return
+			// The executor keeps the exits until they are durable: a
+			// crash before leaves them to the next broker's Adopt.
+			if err := out.batch.wait(r.b.ctx); err == nil {
+				for _, id := range ids {
+					r.exec.Release(id)
+				}
 			}
-			for _, id := range ids {
-				r.exec.Release(id)
+			if err := r.carryOut(out); err != nil {
+				r.b.log.Error("persisting an exit failed", "jobs", ids, "err", err)
 			}
 		}()
 	}
@@ -1170,6 +936,10 @@ func (r *Runtime) do(ctx context.Context, f func(now instance.Time) (any, error)
 	if r.closed {
 		r.mu.Unlock()
 		return nil, api.Errorf(api.CodeUnavailable, "the broker is shutting down")
+	}
+	if err := r.storeErr.Load(); err != nil {
+		r.mu.Unlock()
+		return nil, api.Errorf(api.CodeUnavailable, "the broker cannot save changes: its store refuses writes (%v); nothing was changed, and the broker retries by itself: try again shortly", *err)
 	}
 	v, err := f(r.now())
 	r.apply()

@@ -23,7 +23,7 @@ import (
 )
 
 // The targets for the broker (see BenchmarkSubmit, BenchmarkRunTrue
-// and cmd/strata's BenchmarkRunCommand):
+// and internal/cliapp's BenchmarkCommands/run):
 //
 //	submissions accepted and persisted   >= 20,000 jobs/s
 //	trivial jobs run to completion       >= 1,000 jobs/s on 16 local nodes
@@ -288,7 +288,7 @@ func waitEnd(ctx context.Context, c *client.Client, id api.JobID) (api.Job, erro
 
 // BenchmarkRunOne measures what 'strata run true' asks of the broker, one
 // job at a time: connect (as the CLI does for every command), submit true,
-// wait for it to end. The difference from cmd/strata's BenchmarkRunCommand
+// wait for it to end. The difference from internal/cliapp's BenchmarkCommands/run
 // is the CLI process itself. "reuse" keeps one connection.
 func BenchmarkRunOne(b *testing.B) {
 	br, cs := benchRuntime(b, "node[0-15]", 1, nil)

@@ -14,6 +14,7 @@ import (
 	"github.com/strata-hpc/strata/api"
 	"github.com/strata-hpc/strata/broker"
 	"github.com/strata-hpc/strata/broker/executor"
+	"github.com/strata-hpc/strata/broker/store"
 	"github.com/strata-hpc/strata/instance"
 	"github.com/strata-hpc/strata/internal/hostlist"
 )
@@ -113,16 +114,14 @@ func storedJob(t *testing.T, b *broker.Broker, id api.JobID) (state string, exec
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rec struct {
-		Job  struct{ State instance.State } `json:"job"`
-		Meta struct {
-			Exec json.RawMessage `json:"exec"`
-		} `json:"meta"`
-	}
-	if err := json.Unmarshal(e.Value(), &rec); err != nil {
+	j, m, err := store.DecodeJob(e.Key(), e.Value())
+	if err != nil {
 		t.Fatal(err)
 	}
-	return rec.Job.State.String(), rec.Meta.Exec
+	if m.Exec != nil {
+		exec, _ = json.Marshal(m.Exec)
+	}
+	return j.State.String(), exec
 }
 
 // submitAsync submits true and returns the reply once it comes: the reply

@@ -412,6 +412,16 @@ func (in *Instance) newJobCheck(spec Spec) (Spec, error) {
 	return spec, nil
 }
 
+// LastID is the highest job ID this instance's tree has handed out.
+func (in *Instance) LastID() JobID { return in.sh.lastID }
+
+// NumJobs is how many jobs the tree holds, in every state.
+func (in *Instance) NumJobs() int { return len(in.sh.jobs) }
+
+// SkipIDs makes the tree never hand out IDs up to last: those of jobs
+// whose records are gone (archived) must not be reused after a restart.
+func (in *Instance) SkipIDs(last JobID) { in.sh.lastID = max(in.sh.lastID, last) }
+
 func (sh *shared) nextID() JobID {
 	if sh.newID != nil {
 		id := sh.newID()

@@ -67,7 +67,7 @@ func (in *Instance) UpdateResv(now Time, who Actor, name string, u ResvUpdate, d
 	}
 	check := spec
 	if active {
-		check.Start = max(now+1, spec.Start) // Validate wants a future start; the window is already open
+		check.Start = max(now, spec.Start) // Validate refuses a past start; the window is already open
 		if spec.End <= now {
 			return Resv{}, ResvPlan{}, fmt.Errorf("%w: end %s is not in the future; to end the reservation now, delete it", ErrInvalid, fmtTime(spec.End))
 		}

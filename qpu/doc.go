@@ -20,6 +20,14 @@
 // preempted. Counting jobs instead of seconds would be unfair whenever job
 // lengths differ, which on real devices they always do.
 //
+// SimDevice is the simulated device that executors run with --sim: a
+// state-vector simulator (up to MaxQubits qubits) of an OpenQASM 2.0
+// subset and of a compact form ("h q0; cx q0 q1"), which ParseCircuit
+// reads, refusing anything else with the line and the reason. Its device
+// time is a model (a base plus a time per shot), not the host's, and its
+// samples come from a PRNG seeded by the executor's seed and the QPU job,
+// so a job's counts are the same wherever it runs.
+//
 // Like package instance, a Scheduler is a deterministic state machine: the
 // caller passes the time (Unix milliseconds) with every input, and takes
 // what changed (records to persist, backends with work to hand out) from

@@ -770,6 +770,12 @@ func (s *Scheduler) Status() []BackendStatus {
 	return out
 }
 
+// LastID is the highest QPU job ID handed out so far.
+func (s *Scheduler) LastID() JobID { return s.nextID - 1 }
+
+// SkipIDs makes the scheduler never hand out IDs up to last.
+func (s *Scheduler) SkipIDs(last JobID) { s.nextID = max(s.nextID, last+1) }
+
 // Restore loads persisted state into a new scheduler: backends, sessions
 // and jobs. Queued jobs are queued again in submission order; jobs that were
 // on a device stay there, and their executors count as heard from now, so

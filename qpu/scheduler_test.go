@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
-	"time"
 )
 
 func newSched(t testing.TB, concurrency int) *Scheduler {
@@ -111,10 +110,9 @@ func TestFIFOAndNoHoardedCredit(t *testing.T) {
 		t.Fatalf("order %v, want FIFO %v", got, ids)
 	}
 	// b was idle for 5 s; now both are busy.
-	var a, b []JobID
 	for range 4 {
-		a = append(a, submit(t, s, now, "alice", "root.a"))
-		b = append(b, submit(t, s, now, "bob", "root.b"))
+		submit(t, s, now, "alice", "root.a")
+		submit(t, s, now, "bob", "root.b")
 	}
 	got = drive(t, s, &now, 8, func(JobID) int64 { return 1000 })
 	// Alternating, not four of b's first.
@@ -414,33 +412,6 @@ func roundTrip(t *testing.T, in, out any) {
 	}
 	if err := json.Unmarshal(data, out); err != nil {
 		t.Fatal(err)
-	}
-}
-
-func TestSimDevice(t *testing.T) {
-	d := SimDevice{Base: 200 * time.Millisecond, PerShot: 100 * time.Microsecond, Seed: 7}
-	if got := d.Duration(1000); got != 300*time.Millisecond {
-		t.Errorf("duration of 1000 shots %s, want 300ms", got)
-	}
-	a, b := d.Run([]byte("h q0; cx q0 q1"), 4000), d.Run([]byte("h q0; cx q0 q1"), 4000)
-	if !reflect.DeepEqual(a, b) {
-		t.Fatal("the same payload gave different histograms")
-	}
-	total := 0
-	for k, v := range a {
-		total += v
-		if len(k) < 2 || len(k) > 5 {
-			t.Errorf("bitstring %q", k)
-		}
-	}
-	if total != 4000 {
-		t.Errorf("%d shots counted, want 4000", total)
-	}
-	if c := d.Run([]byte("other"), 4000); reflect.DeepEqual(a, c) {
-		t.Error("different payloads gave the same histogram")
-	}
-	if c := (SimDevice{Seed: 8}).Run([]byte("h q0; cx q0 q1"), 4000); reflect.DeepEqual(a, c) {
-		t.Error("different seeds gave the same histogram")
 	}
 }
 

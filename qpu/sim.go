@@ -1,16 +1,18 @@
 package qpu
 
 import (
-	"fmt"
-	"hash/fnv"
 	"math/rand/v2"
 	"time"
 )
 
-// SimDevice is a simulated QPU: a job takes Base plus PerShot for each
-// shot, and yields a histogram of bitstrings that depends only on the
-// payload, the shot count and Seed, so that tests and demos can check
-// results.
+// SimDevice is a simulated QPU: a state-vector simulator of up to
+// MaxQubits qubits that runs the circuits ParseCircuit reads. A job takes
+// Base plus PerShot for each shot, whatever the circuit, as on a device
+// whose shots are dominated by reset and readout (gates take nanoseconds,
+// a shot hundreds of microseconds): so fair share sees device time that
+// is plausible and does not depend on the host. Its counts are samples of
+// the circuit's outcome distribution, drawn with a PRNG seeded by Seed
+// and the job: the same job gives the same counts, wherever it runs.
 type SimDevice struct {
 	Base, PerShot time.Duration
 	Seed          uint64
@@ -21,36 +23,14 @@ func (d SimDevice) Duration(shots int) time.Duration {
 	return d.Base + time.Duration(shots)*d.PerShot
 }
 
-// Run returns the histogram of shots measurements of payload: a register
-// of 2 to 5 qubits, whose outcome distribution is drawn from the payload's
-// hash and the seed.
-func (d SimDevice) Run(payload []byte, shots int) map[string]int {
-	h := fnv.New64a()
-	h.Write(payload)
-	sum := h.Sum64()
-	rng := rand.New(rand.NewPCG(sum, d.Seed))
-	bits := 2 + int(sum%4)
-	weights := make([]float64, 1<<bits)
-	total := 0.0
-	for i := range weights {
-		w := rng.Float64()
-		weights[i] = w * w * w // a few outcomes dominate, as on real circuits
-		total += weights[i]
+// Run runs payload for shots shots as QPU job job, and returns the
+// histogram of outcomes (see Circuit.Run for the bitstrings' order). It
+// returns a *CircuitError, naming the line, for a payload ParseCircuit
+// refuses, and an error for a circuit too large to simulate.
+func (d SimDevice) Run(job uint64, payload []byte, shots int) (map[string]int, error) {
+	c, err := ParseCircuit(payload)
+	if err != nil {
+		return nil, err
 	}
-	n := make([]int, len(weights))
-	for range shots {
-		x := rng.Float64() * total
-		i := 0
-		for ; i < len(weights)-1 && x >= weights[i]; i++ {
-			x -= weights[i]
-		}
-		n[i]++
-	}
-	counts := map[string]int{}
-	for i, c := range n {
-		if c > 0 {
-			counts[fmt.Sprintf("%0*b", bits, i)] = c
-		}
-	}
-	return counts
+	return c.Run(shots, rand.New(rand.NewPCG(d.Seed, job)))
 }

@@ -191,11 +191,9 @@ type replay struct {
 	idx   map[instance.JobID]int32 // core job ID -> trace index
 	start []int64
 	end   []int64
-	state []string
 	nodes [][]string
 	done  int
 	comp  completions
-	users []string
 }
 
 // loop advances the virtual clock from event to event: job completions,

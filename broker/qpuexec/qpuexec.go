@@ -8,10 +8,13 @@
 // only under its own name in the executor protocol's subjects and read only
 // its own inbox, so it can neither submit work nor read anyone's replies.
 //
-// The device is either simulated (Options.Sim: package qpu's SimDevice) or
-// a program (Options.Command) that reads the payload on its standard input,
-// finds the shot count in STRATA_QPU_SHOTS, and prints the histogram as JSON
-// ({"counts": {"00": 512, ...}}) on its standard output.
+// The device is either simulated (Options.Sim: package qpu's SimDevice, a
+// state-vector simulator of OpenQASM 2.0 and of a compact form, "h q0; cx
+// q0 q1"; a payload it cannot read fails the QPU job at once, with the
+// line and the reason) or a program (Options.Command) that reads the
+// payload on its standard input, finds the shot count in
+// STRATA_QPU_SHOTS, and prints the histogram as JSON ({"counts": {"00":
+// 512, ...}}) on its standard output.
 package qpuexec
 
 import (
@@ -276,15 +279,22 @@ func (e *executor) execute(ctx context.Context, t api.ExecTask) {
 // device runs a job on the simulated device or the driver command.
 func (e *executor) device(ctx context.Context, t api.ExecTask) (map[string]int, string, error) {
 	if e.o.Sim {
+		// The device's time is its model's (Duration), not the host's: the
+		// simulation runs while the timer does.
 		d := qpu.SimDevice{Base: e.o.SimBase, PerShot: e.o.SimPerShot, Seed: uint64(e.o.Seed)}
+		log := fmt.Sprintf("simulated device, seed %d", e.o.Seed)
 		timer := time.NewTimer(d.Duration(t.Shots))
 		defer timer.Stop()
+		counts, err := d.Run(t.ID, t.Payload, t.Shots)
+		if err != nil { // refused at once, as a device's compiler would
+			return nil, log, fmt.Errorf("the simulated device cannot run this circuit: %w", err)
+		}
 		select {
 		case <-ctx.Done():
-			return nil, "", errors.New("let go before the end")
+			return nil, log, errors.New("let go before the end")
 		case <-timer.C:
 		}
-		return d.Run(t.Payload, t.Shots), fmt.Sprintf("simulated device, seed %d", e.o.Seed), nil
+		return counts, log, nil
 	}
 	cmd := exec.CommandContext(ctx, e.o.Command[0], e.o.Command[1:]...)
 	cmd.Stdin = bytes.NewReader(t.Payload)

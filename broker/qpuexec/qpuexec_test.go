@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/strata-hpc/strata/api"
+	"github.com/strata-hpc/strata/qpu"
 )
 
 func TestDriverCommand(t *testing.T) {
@@ -50,8 +51,30 @@ func TestSimDeviceLetsGo(t *testing.T) {
 	e := &executor{o: Options{Sim: true, SimBase: time.Hour}, log: slog.New(slog.DiscardHandler)}
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(20*time.Millisecond, cancel)
-	if _, _, err := e.device(ctx, api.ExecTask{ID: 1, Shots: 10, Payload: []byte("p")}); err == nil {
-		t.Fatal("a cancelled simulated job reported success")
+	if _, _, err := e.device(ctx, api.ExecTask{ID: 1, Shots: 10, Payload: []byte("h q0")}); err == nil || err.Error() != "let go before the end" {
+		t.Fatalf("a cancelled simulated job: %v", err)
+	}
+}
+
+// TestSimDeviceRuns: the simulated device simulates (a Bell pair gives
+// only 00 and 11), the same job gives the same counts, and a payload it
+// cannot read fails at once, with the line and the reason.
+func TestSimDeviceRuns(t *testing.T) {
+	e := &executor{o: Options{Sim: true, SimBase: time.Millisecond, SimPerShot: time.Nanosecond, Seed: 3}, log: slog.New(slog.DiscardHandler)}
+	bell := api.ExecTask{ID: 7, Shots: 1000, Payload: []byte("h q0; cx q0 q1")}
+	counts, log, err := e.device(context.Background(), bell)
+	if err != nil || len(counts) != 2 || counts["00"]+counts["11"] != 1000 || counts["00"] < 400 || counts["11"] < 400 || log != "simulated device, seed 3" {
+		t.Fatalf("a Bell pair: %v, %q, %v", counts, log, err)
+	}
+	if again, _, _ := e.device(context.Background(), bell); !reflect.DeepEqual(again, counts) {
+		t.Errorf("the same job gave %v, then %v", counts, again)
+	}
+	e.o.SimBase = time.Hour
+	start := time.Now()
+	_, _, err = e.device(context.Background(), api.ExecTask{ID: 8, Shots: 10, Payload: []byte("h q0\nfoo q1")})
+	want := `the simulated device cannot run this circuit: line 2: unknown gate "foo"; supported: ` + qpu.Supported
+	if err == nil || err.Error() != want || time.Since(start) > time.Minute {
+		t.Errorf("a bad payload: %v\nwant %s", err, want)
 	}
 }
 

@@ -20,20 +20,29 @@
 // # Times
 //
 // ParseTime reads an instant relative to a given now, which the caller
-// passes (the broker its clock, the simulator its virtual time, tests a
-// fixed value); the package never reads the wall clock:
+// passes (the broker its clock, the simulator its virtual time, the CLI
+// time.Now(), tests a fixed value); the package never reads the wall clock.
+// It reads what Slurm's --begin reads, weekday names, and RFC 3339:
 //
-//	2026-12-03T17:00:00Z      RFC 3339, with a zone (fractional seconds allowed)
-//	2026-12-03T17:00[:00]     no zone: in now's location
-//	2026-12-03                midnight, in now's location
-//	now, now+2h, now-30m      now plus or minus any duration ParseDuration reads
-//	+30m, -30m                the same, relative to now
-//	17:00, 17:00:30           the next such wall-clock time in now's location:
-//	                          today, or tomorrow if today's is not after now
+//	now, now+1hour, now-30min  now, plus or minus a count and a unit (seconds,
+//	now+2days, now+90          minutes, hours, days, weeks, abbreviated or not);
+//	                           a bare count is seconds, as in Slurm
+//	now+1h30m, +30m, -30m      or any duration ParseDuration reads
+//	17:00, 9:30 PM             the next such wall-clock time: today, or
+//	                           tomorrow if today's is not after now
+//	midnight, noon, elevenses, the next 00:00, 12:00, 11:00, 15:00, 16:00
+//	fika, teatime
+//	today, tomorrow            midnight at the start of that day
+//	tue, tuesday 09:00         the next such day whose time is still ahead
+//	12/08, 12/08/27, 120827    MM/DD[/YY], MMDDYY: without a year, the next one
+//	2026-12-03T17:00[:00]      no zone; 2026-12-03 is midnight
+//	2026-12-03T17:00:00Z       RFC 3339, with a zone (fractional seconds allowed)
 //
-// A space may stand for the T of the date forms. Wall-clock times that a
-// daylight-saving change skips or repeats resolve as time.Date resolves
-// them. Results outside years 0-9999 are refused.
+// A day and a time of day combine in either order (tomorrow 09:00, noon
+// fri, 12/08 17:00, 12/08-17:00). Every form without a zone is a wall-clock
+// time in now's location; RFC 3339 keeps the zone written. Wall-clock times
+// that a daylight-saving change skips or repeats resolve as time.Date
+// resolves them. Results outside years 0-9999 are refused.
 //
 // # Errors
 //
@@ -41,7 +50,7 @@
 // given, with a reason when there is a more precise one, and listing the
 // accepted forms:
 //
-//	when: cannot read time "17:61": use RFC 3339 (2026-12-03T17:00:00Z), now, now+2h, +30m or HH:MM
+//	when: cannot read time "02/30": February has no day 30; use now, now+1hour, ...
 //	when: cannot read duration "-5m": durations cannot be negative; use 90m, 1h30m, ...
 //
 // Its Err is ErrSyntax, ErrNegative or ErrRange, for errors.Is.

@@ -20,7 +20,9 @@ var (
 // The accepted forms, as error messages list them.
 const (
 	durationForms = "90m, 1h30m, 2d, 1d12h, D-HH:MM:SS, HH:MM:SS, MM:SS or minutes (90)"
-	timeForms     = "RFC 3339 (2026-12-03T17:00:00Z), now, now+2h, +30m or HH:MM"
+	timeForms     = "now, now+1hour, now+30min, now+90 (seconds), +2h, HH:MM[:SS] [AM|PM], midnight, noon, " +
+		"elevenses, fika, teatime, today, tomorrow, a weekday (tue, tuesday 09:00), MM/DD[/YY], MMDDYY, " +
+		"YYYY-MM-DD[THH:MM[:SS]] or RFC 3339 (2026-12-03T17:00:00Z); a day and a time combine (tomorrow 09:00)"
 )
 
 // Error is what ParseTime and ParseDuration return for input they refuse.

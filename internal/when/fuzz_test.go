@@ -74,9 +74,11 @@ func FuzzFormatDuration(f *testing.F) {
 }
 
 // FuzzParseTime checks that ParseTime never panics, whatever the input and
-// now, and that what it returns is consistent: a well-formed error, or a
-// time within years 0-9999; a wall-clock time is after now and at most two
-// days later.
+// now, and that what it returns is consistent: a well-formed error naming
+// the accepted forms, or a time within years 0-9999 that survives RFC 3339
+// and back; a time of day alone is after now and at most two days later, a
+// weekday alone at most a week later, and a date without a year at most
+// eight years later.
 func FuzzParseTime(f *testing.F) {
 	base := time.Date(2026, 12, 3, 15, 4, 5, 0, time.UTC).Unix()
 	for _, s := range []string{
@@ -84,6 +86,11 @@ func FuzzParseTime(f *testing.F) {
 		"2026-12-03 17:00", "2026-12-03", "now", "now+2h", "now-30m", "now + 1-12:00", "+30m", "-30m",
 		"17:00", "17:00:30", "9:30", "00:00", "23:59:59", "17:61", "24:00", "now+-5m", "now+5y",
 		"now+9999999999h", "2026-02-30", "", "now+", "+", "tomorrow",
+		"now+1hour", "now+30min", "now+2days", "now+90", "now+1week", "+2 weeks", "now+5y",
+		"today", "tomorrow 09:00", "09:00 tomorrow", "midnight", "noon", "elevenses", "fika", "teatime",
+		"9:30 PM", "9:30pm", "12:00 am", "13:00 pm", "tue", "tuesday 09:00", "mon 8:30", "noon fri",
+		"12/08", "12/08/27", "12/08/2027", "120827", "1208", "02/29", "02/30", "12/08-17:00",
+		"tomorrow today", "tues day", "2026-02-29T10:00",
 	} {
 		f.Add(s, base, int32(500_000_000), int32(3600))
 	}
@@ -93,11 +100,12 @@ func FuzzParseTime(f *testing.F) {
 	f.Add("17:00", int64(-1<<63), int32(-1), int32(-50400))
 	f.Add("now", int64(1<<63-1), int32(999_999_999), int32(50400))
 	f.Fuzz(func(t *testing.T, s string, sec int64, nsec, offset int32) {
-		now := time.Unix(sec, int64(nsec)).In(time.FixedZone("Z", int(offset%(18*3600))))
+		now := time.Unix(sec, int64(nsec)).In(time.FixedZone("Z", int(offset%(18*3600))/60*60))
 		got, err := ParseTime(s, now)
 		if err != nil {
 			var e *Error
-			if !errors.As(err, &e) || e.Kind != "time" || e.Input != s || !got.IsZero() {
+			if !errors.As(err, &e) || e.Kind != "time" || e.Input != s || !got.IsZero() ||
+				!strings.HasSuffix(err.Error(), "use "+timeForms) {
 				t.Fatalf("ParseTime(%q): malformed error %#v", s, err)
 			}
 			return
@@ -105,10 +113,27 @@ func FuzzParseTime(f *testing.F) {
 		if y := got.Year(); y < 0 || y > 9999 {
 			t.Fatalf("ParseTime(%q, %v) = %v, outside years 0-9999", s, now, got)
 		}
-		if _, _, _, ok := clock(strings.TrimSpace(s)); ok {
-			if !got.After(now) || got.Sub(now) > 48*time.Hour || got.Location() != now.Location() {
-				t.Fatalf("ParseTime(%q, %v) = %v: not the next such wall-clock time", s, now, got)
-			}
+		if back, err := time.Parse(time.RFC3339Nano, got.Format(time.RFC3339Nano)); err != nil || !back.Equal(got) {
+			t.Fatalf("ParseTime(%q, %v) = %v, which reads back as %v, %v", s, now, got, back, err)
+		}
+		word := strings.ToLower(strings.TrimSpace(s))
+		_, _, _, isClock := clock(word)
+		_, named := namedTimes[word]
+		_, isWeekday := weekdays[word]
+		_, _, _, isDate, _ := usDate(word)
+		var limit time.Duration
+		switch {
+		case isClock || named:
+			limit = 48 * time.Hour
+		case isWeekday:
+			limit = 8 * 24 * time.Hour
+		case isDate && !strings.Contains(word, "/") && len(word) == 4 || strings.Count(word, "/") == 1:
+			limit = 9 * 366 * 24 * time.Hour
+		default:
+			return
+		}
+		if !got.After(now) || got.Sub(now) > limit || got.Location() != now.Location() {
+			t.Fatalf("ParseTime(%q, %v) = %v: not the next such time", s, now, got)
 		}
 	})
 }

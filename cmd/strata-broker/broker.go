@@ -1,0 +1,234 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/strata-hpc/strata/api"
+	"github.com/strata-hpc/strata/broker"
+	"github.com/strata-hpc/strata/broker/qpuexec"
+	"github.com/strata-hpc/strata/instance"
+	"github.com/strata-hpc/strata/internal/cliapp"
+	"github.com/strata-hpc/strata/internal/hostlist"
+	"github.com/strata-hpc/strata/internal/when"
+	"github.com/strata-hpc/strata/timeline"
+)
+
+func brokerCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "broker",
+		Usage: "run the Strata broker",
+		Subcommands: []*cli.Command{{
+			Name:  "start",
+			Usage: "start the broker: the root instance, on an embedded NATS server by default",
+			Description: "Runs until SIGTERM or SIGINT. On first start it writes STATE_DIR/admin.creds;\n" +
+				"add users with 'strata user add NAME --creds STATE_DIR/admin.creds'.",
+			Flags: []cli.Flag{
+				&cli.StringFlag{Name: "listen", Value: broker.DefaultListen, Usage: "host:port of the embedded NATS server"},
+				&cli.StringFlag{Name: "state-dir", Usage: "durable state (default $XDG_STATE_HOME/strata, else ~/.local/state/strata)"},
+				&cli.StringFlag{Name: "nats-url", Usage: "use this external NATS server or cluster instead of the embedded one"},
+				&cli.StringFlag{Name: "nats-creds", Usage: "credentials for --nats-url"},
+				&cli.IntFlag{Name: "replicas", Value: 1, Usage: "JetStream replicas of the broker's state (external clusters)"},
+				&cli.StringFlag{Name: "nodes", Value: "node[0-15]", Usage: "the nodes, as a hostlist"},
+				&cli.StringSliceFlag{Name: "qpu", Value: cli.NewStringSlice("qpu0:8"), Usage: "a QPU backend and its slots, NAME:SLOTS[:DEVICES] (repeatable; DEVICES: jobs it runs at once, default 1)"},
+				&cli.StringFlag{Name: "qpu-heartbeat", Value: "1s", Usage: "how often QPU executors send heartbeats; one silent for three is gone and its job requeued"},
+				&cli.BoolFlag{Name: "qpu-sim", Usage: "also run a simulated QPU executor for every backend, in this process (demos, tests)"},
+				&cli.StringFlag{Name: "policy", Value: "easy", Usage: "queue policy: fcfs, easy, conservative or hybrid:N"},
+				&cli.StringFlag{Name: "default-walltime", Value: "1h", Usage: "walltime of jobs that give none"},
+				&cli.StringFlag{Name: "max-walltime", Value: "0", Usage: "the longest walltime allowed (0: no limit)"},
+				&cli.StringFlag{Name: "kill-grace", Value: "10s", Usage: "from SIGTERM to SIGKILL when a job is ended"},
+				&cli.StringSliceFlag{Name: "admin", Usage: "a user with administrator rights (repeatable; 'admin' always is one)"},
+				&cli.BoolFlag{Name: "debug", Usage: "log debug messages"},
+				&cli.StringFlag{Name: "config", Usage: "a JSON file of flag values, e.g. {\"nodes\": \"node[0-63]\", \"qpu\": [\"qpu0:4\"], \"policy\": \"conservative\"}; flags on the command line win"},
+			},
+			Action: runBroker,
+		}},
+	}
+}
+
+func runBroker(c *cli.Context) error {
+	if f := c.String("config"); f != "" {
+		if err := applyConfig(c, f); err != nil {
+			return cliapp.UsageErr(err)
+		}
+	}
+	nodes, err := hostlist.Parse(c.String("nodes"))
+	if err != nil {
+		return cliapp.UsageErr(fmt.Errorf("--nodes: %w", err))
+	}
+	var qpus []timeline.Pool
+	devices := map[string]int{}
+	for _, q := range c.StringSlice("qpu") {
+		if q == "" || q == "none" {
+			continue
+		}
+		name, slots, n, err := parseQPU(q)
+		if err != nil {
+			return cliapp.UsageErr(fmt.Errorf("--qpu %q: %w", q, err))
+		}
+		qpus = append(qpus, timeline.Pool{Name: name, Size: slots})
+		devices[name] = n
+	}
+	pol, err := instance.ParsePolicy(c.String("policy"))
+	if err != nil {
+		return cliapp.UsageErr(fmt.Errorf("--policy: %w", err))
+	}
+	durs := map[string]time.Duration{}
+	for _, f := range []string{"default-walltime", "max-walltime", "kill-grace", "qpu-heartbeat"} {
+		d, err := when.ParseDuration(c.String(f))
+		if err != nil {
+			return cliapp.UsageErr(fmt.Errorf("--%s: %w", f, err))
+		}
+		durs[f] = d
+	}
+	level := slog.LevelInfo
+	if c.Bool("debug") {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level}))
+	b, err := broker.New(broker.Options{
+		Listen: c.String("listen"), StateDir: c.String("state-dir"),
+		NatsURL: c.String("nats-url"), Creds: c.String("nats-creds"), Replicas: c.Int("replicas"),
+		Admins: c.StringSlice("admin"), Version: cliapp.Version(), Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	if err := b.Start(); err != nil {
+		return err
+	}
+	rt, err := b.RunInstances(broker.Resources{
+		Nodes: nodes, QPUs: qpus, Policy: pol,
+		DefaultWalltime: durs["default-walltime"], MaxWalltime: durs["max-walltime"], KillGrace: durs["kill-grace"],
+		QPUConcurrency: devices, QPUHeartbeat: durs["qpu-heartbeat"],
+	})
+	if err != nil {
+		b.Shutdown()
+		return err
+	}
+	ctx, stopSims := context.WithCancel(context.Background())
+	defer stopSims()
+	if c.Bool("qpu-sim") {
+		if err := startSimExecutors(ctx, b, qpus, log); err != nil {
+			rt.Close()
+			b.Shutdown()
+			return err
+		}
+	}
+	fmt.Fprintf(c.App.Writer, "strata broker %s serving %s (%d nodes, policy %s)\nadmin credentials: %s\n",
+		cliapp.Version(), b.URI("root"), len(nodes), pol.Name, b.AdminCredsPath())
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	s := <-sig
+	log.Info("shutting down", "signal", s.String())
+	rt.Close()
+	b.Shutdown()
+	return nil
+}
+
+// parseQPU reads NAME:SLOTS[:DEVICES].
+func parseQPU(s string) (name string, slots, devices int, err error) {
+	parts := strings.Split(s, ":")
+	bad := fmt.Errorf("use NAME:SLOTS or NAME:SLOTS:DEVICES with whole numbers >= 1, e.g. qpu0:4 or qpu0:8:2")
+	if len(parts) < 2 || len(parts) > 3 || api.ValidateUser(parts[0]) != nil {
+		return "", 0, 0, bad
+	}
+	devices = 1
+	if slots, err = strconv.Atoi(parts[1]); err != nil || slots < 1 || slots > 1<<20 {
+		return "", 0, 0, bad
+	}
+	if len(parts) == 3 {
+		if devices, err = strconv.Atoi(parts[2]); err != nil || devices < 1 || devices > 1024 {
+			return "", 0, 0, bad
+		}
+	}
+	return parts[0], slots, devices, nil
+}
+
+// startSimExecutors runs a simulated executor for every backend until ctx
+// ends. Each connects over NATS with executor credentials of its own, as a
+// separate executor process would.
+func startSimExecutors(ctx context.Context, b *broker.Broker, qpus []timeline.Pool, log *slog.Logger) error {
+	for _, q := range qpus {
+		name := "sim-" + q.Name
+		creds, err := b.MintCreds(api.RoleExecutor, name, false)
+		if err != nil {
+			return err
+		}
+		f := filepath.Join(filepath.Dir(b.AdminCredsPath()), name+".creds")
+		if err := os.WriteFile(f, creds, 0o600); err != nil {
+			return err
+		}
+		go func() {
+			err := qpuexec.Run(ctx, qpuexec.Options{URL: b.URI(api.RootPath), Creds: f, Backend: q.Name, Sim: true,
+				SimBase: 50 * time.Millisecond, Log: log})
+			if err != nil {
+				log.Error("simulated executor stopped", "backend", q.Name, "err", err)
+			}
+		}()
+	}
+	return nil
+}
+
+// applyConfig sets every flag named in the JSON object in file that was not
+// given on the command line. Values are strings, numbers, booleans, or lists
+// of strings for repeatable flags.
+func applyConfig(c *cli.Context, file string) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return fmt.Errorf("--config: %w", err)
+	}
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil {
+		return fmt.Errorf("--config %s: not a JSON object of flag values: %w", file, err)
+	}
+	known := map[string]bool{}
+	for _, f := range c.Command.Flags {
+		for _, n := range f.Names() {
+			known[n] = true
+		}
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !known[k] || k == "config" {
+			return fmt.Errorf("--config %s: unknown setting %q; use the names of the flags of 'strata broker start'", file, k)
+		}
+		if c.IsSet(k) {
+			continue
+		}
+		var vals []string
+		switch v := m[k].(type) {
+		case []any:
+			for _, e := range v {
+				vals = append(vals, fmt.Sprint(e))
+			}
+		default:
+			vals = []string{fmt.Sprint(v)}
+		}
+		for _, v := range vals { // the first Set of a list flag replaces its default
+			if err := c.Set(k, v); err != nil {
+				return fmt.Errorf("--config %s: %s=%v: %w", file, k, v, err)
+			}
+		}
+	}
+	return nil
+}

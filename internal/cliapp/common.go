@@ -1,0 +1,471 @@
+package cliapp
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/strata-hpc/strata/api"
+	"github.com/strata-hpc/strata/client"
+)
+
+// userCommands are the commands people use day to day: submit and run jobs,
+// look at them, change them, and manage users. They talk to a broker only
+// through package client.
+func userCommands() []*cli.Command {
+	cmds := []*cli.Command{
+		submitCommand(),
+		runCommand(),
+		jobsCommand(),
+		jobCommand(),
+		cancelCommand(),
+		waitCommand(),
+		attachCommand(),
+		resourceCommand(),
+		uriCommand(),
+		userCommand(),
+		whoamiCommand(),
+		resvCommand(), batchCommand(), allocCommand(),
+		qpuCommand(),
+	}
+	for _, c := range cmds {
+		prepare(c)
+	}
+	return cmds
+}
+
+// globalFlags are the app's own flags: the instance and the credentials.
+// Every user command accepts them too, after its name.
+func globalFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "uri", EnvVars: []string{api.EnvURI}, DefaultText: api.DefaultURI.String(),
+			Usage: "the instance to talk to, strata://HOST:PORT/root/..."},
+		&cli.StringFlag{Name: "creds", EnvVars: []string{api.EnvCreds}, DefaultText: "$XDG_CONFIG_HOME/strata/LOGIN.creds",
+			Usage: "the NATS credentials file to connect with"},
+	}
+}
+
+// connFlags are globalFlags as each command accepts them (without the
+// environment, which the app's flags read).
+func connFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "uri", Usage: "the instance to talk to (default $STRATA_URI, else " + api.DefaultURI.String() + ")"},
+		&cli.StringFlag{Name: "creds", Usage: "the NATS credentials file (default $STRATA_CREDS, else $XDG_CONFIG_HOME/strata/LOGIN.creds)"},
+	}
+}
+
+func jsonFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table"}
+}
+
+// prepare gives a command and its subcommands the connection flags, usage
+// errors with exit code 2, and an action that never lets a panic through.
+func prepare(c *cli.Command) {
+	c.OnUsageError = onUsageError
+	if c.Action != nil {
+		c.Flags = append(c.Flags, connFlags()...)
+		c.Action = guard(c.Action)
+	}
+	for _, s := range c.Subcommands {
+		prepare(s)
+	}
+}
+
+// appAction runs for 'strata' without a command, or with one it does not
+// know.
+func appAction(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return usageErr(fmt.Errorf("unknown command %q: see 'strata --help'", c.Args().First()))
+	}
+	return cli.ShowAppHelp(c)
+}
+
+func onUsageError(_ *cli.Context, err error, _ bool) error {
+	return usageErr(fmt.Errorf("%v (see --help)", err))
+}
+
+// guard turns a panic in an action into an error, so that a user sees a
+// sentence and an exit code, not a crash; STRATA_DEBUG=1 adds the stack.
+func guard(a cli.ActionFunc) cli.ActionFunc {
+	return func(c *cli.Context) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				msg := fmt.Sprintf("internal error in '%s': %v; please report it (STRATA_DEBUG=1 shows where it happened)", cmdName(c), r)
+				if os.Getenv("STRATA_DEBUG") == "1" {
+					msg += "\n" + string(debug.Stack())
+				}
+				err = errors.New(msg)
+			}
+		}()
+		return a(c)
+	}
+}
+
+// connString returns the value of a connection flag: given after the
+// command's name, else given before it or from the environment, else "".
+func connString(c *cli.Context, name string) string {
+	for _, cc := range c.Lineage() {
+		if slices.Contains(cc.LocalFlagNames(), name) {
+			return cc.String(name)
+		}
+	}
+	return ""
+}
+
+// instanceURI returns the instance the command targets.
+func instanceURI(c *cli.Context) (api.URI, error) {
+	s := connString(c, "uri")
+	u, err := api.ParseURI(s)
+	if err != nil {
+		return api.URI{}, flagErr("--uri (or "+api.EnvURI+")", err)
+	}
+	return u, nil
+}
+
+// dial connects to the instance the command targets.
+func dial(c *cli.Context) (*client.Client, error) {
+	u, err := instanceURI(c)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := client.Dial(u.String(), client.WithCreds(connString(c, "creds")))
+	if err == nil && connectedAt.IsZero() {
+		connectedAt = time.Now()
+	}
+	return cl, err
+}
+
+// noArgs refuses arguments to a command that takes none.
+// slotList writes QPU slots by backend as the flags take them, NAME:N,
+// sorted by name; nil when there are none.
+func slotList(slots map[string]int) []string {
+	var out []string
+	for _, name := range slices.Sorted(mapKeys(slots)) {
+		out = append(out, fmt.Sprintf("%s:%d", name, slots[name]))
+	}
+	return out
+}
+
+// cmdName is the command as typed, "strata qpu status": for messages.
+// (urfave/cli's FullName leaves out the parent commands of a subcommand.)
+func cmdName(c *cli.Context) string { return c.Command.HelpName }
+
+func noArgs(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return usageErr(fmt.Errorf("'%s' takes no arguments, got %q", cmdName(c), c.Args().Slice()))
+	}
+	return nil
+}
+
+// newTable returns the tab writer of every table the CLI prints: columns
+// two blanks apart.
+func newTable(w io.Writer) *table {
+	out := bufio.NewWriter(w)
+	return &table{Writer: tabwriter.NewWriter(out, 0, 0, 2, ' ', 0), out: out}
+}
+
+// table is a tabwriter.Writer whose Flush writes the table in a few large
+// writes: tabwriter writes each cell and each cell's padding on its own,
+// a system call each on os.Stdout: 4,215 for 'strata jobs' with 300 jobs,
+// 8 through the buffer.
+type table struct {
+	*tabwriter.Writer
+	out *bufio.Writer
+}
+
+// Flush writes the table out.
+func (t *table) Flush() error {
+	if err := t.Writer.Flush(); err != nil {
+		return err
+	}
+	return t.out.Flush()
+}
+
+// printJSON writes v as indented JSON and a newline.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// call is c.Call with the command's context.
+func call(c *cli.Context, cl *client.Client, op string, req, resp any) error {
+	return cl.Call(ctxOf(c), op, req, resp)
+}
+
+func ctxOf(c *cli.Context) context.Context {
+	if c.Context != nil {
+		return c.Context
+	}
+	return context.Background()
+}
+
+// How submissions (submit, run, batch, alloc, qpu submit) talk to the
+// broker: each carries an idempotency key, so that a request whose reply
+// never came can be sent again and returns the first job.
+const (
+	// submitTries is how often a submission is sent when no reply comes.
+	submitTries = 3
+	// submitTimeout bounds each attempt.
+	submitTimeout = 15 * time.Second
+)
+
+// newKey returns a random idempotency key: 16 hexadecimal digits.
+func newKey() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// caller makes one request, as client.Client.Call does.
+type caller func(ctx context.Context, op string, req, resp any) error
+
+// callIdempotent sends req, whose idempotency key is set, again with the
+// same key while no reply comes (up to submitTries times).
+func callIdempotent(ctx context.Context, call caller, op string, req, resp any) error {
+	var err error
+	for try := 1; try <= submitTries; try++ {
+		actx, cancel := context.WithTimeout(ctx, submitTimeout)
+		err = call(actx, op, req, resp)
+		cancel()
+		if err == nil || !retryable(err) || ctx.Err() != nil {
+			break
+		}
+	}
+	return err
+}
+
+// submitJob submits req with a fresh idempotency key, sent again while
+// no reply comes.
+func submitJob(c *cli.Context, cl *client.Client, req api.SubmitRequest) (api.Job, error) {
+	req.Key = newKey()
+	var job api.Job
+	err := callIdempotent(ctxOf(c), cl.Call, api.OpSubmit, req, &job)
+	return job, err
+}
+
+// dialSubmit dials the broker and submits req (submitJob).
+func dialSubmit(c *cli.Context, req api.SubmitRequest) (api.Job, error) {
+	cl, err := dial(c)
+	if err != nil {
+		return api.Job{}, err
+	}
+	defer cl.Close()
+	return submitJob(c, cl, req)
+}
+
+// retryable reports whether a request may be sent again: no reply came.
+func retryable(err error) bool {
+	return isCode(err, api.CodeDeadlineExceeded) || isCode(err, api.CodeUnavailable)
+}
+
+// isCode reports whether err is an *api.Error with code.
+func isCode(err error, code api.Code) bool {
+	var ae *api.Error
+	return errors.As(err, &ae) && ae.Code == code
+}
+
+// Interspersed flags. The flag package stops at the first argument that is
+// not a flag, so 'strata job show 12 --json' would take --json for an
+// argument. permuteArgs moves the flags of the commands listed here in
+// front of their arguments before the app parses them. submit and run are
+// not listed: what follows their first argument is the job's command line.
+var interspersed = map[string]bool{
+	"jobs": true, "job show": true, "job update": true, "job requeue": true, "attach": true, "cancel": true, "wait": true,
+	"resource list": true, "uri": true, "user add": true, "user list": true, "whoami": true,
+}
+
+// permuteArgs returns args (os.Args: the program name first) with the flags
+// of an interspersed command moved before its arguments, and "-N4" style
+// one-letter flags with their values attached split into "-N", "4" for
+// every user command. Everything after "--" stays as it is. Arguments it
+// does not understand are left for the app to reject.
+func permuteArgs(app *cli.App, args []string) []string {
+	if len(args) < 2 {
+		return args
+	}
+	out := []string{args[0]}
+	rest := args[1:]
+	flags := app.Flags
+	cmds := app.Commands
+	var path []string
+	var leaf *cli.Command
+	// Walk the global flags and the command names.
+	for len(rest) > 0 {
+		a := rest[0]
+		if a == "--" {
+			return append(out, rest...)
+		}
+		if isFlagArg(a) {
+			out = append(out, a)
+			rest = rest[1:]
+			if takesValue(flags, a) && len(rest) > 0 {
+				out = append(out, rest[0])
+				rest = rest[1:]
+			}
+			continue
+		}
+		var next *cli.Command
+		for _, c := range cmds {
+			if c.HasName(a) {
+				next = c
+			}
+		}
+		if next == nil {
+			break
+		}
+		out = append(out, a)
+		rest = rest[1:]
+		path = append(path, next.Name)
+		leaf = next
+		if len(next.Subcommands) == 0 {
+			break
+		}
+		flags, cmds = next.Flags, next.Subcommands
+	}
+	if leaf == nil || len(leaf.Subcommands) > 0 || !isUserCommand(path) {
+		return append(out, rest...)
+	}
+	mix := interspersed[strings.Join(path, " ")]
+	var fl, pos []string
+	for i := 0; i < len(rest); i++ {
+		a := rest[i]
+		switch {
+		case a == "--":
+			if mix {
+				pos = append(pos, rest[i+1:]...)
+			} else {
+				fl = append(fl, rest[i:]...)
+			}
+			i = len(rest)
+		case isFlagArg(a) && (mix || len(pos) == 0):
+			if name, val, ok := splitShort(leaf.Flags, a); ok {
+				fl = append(fl, name, val)
+				continue
+			}
+			fl = append(fl, a)
+			if takesValue(leaf.Flags, a) && i+1 < len(rest) {
+				fl = append(fl, rest[i+1])
+				i++
+			}
+		case !mix:
+			// The first argument of submit or run: the job's command line.
+			fl = append(fl, rest[i:]...)
+			i = len(rest)
+		default:
+			pos = append(pos, a)
+		}
+	}
+	out = append(out, fl...)
+	if slices.ContainsFunc(pos, func(a string) bool { return strings.HasPrefix(a, "-") }) {
+		out = append(out, "--")
+	}
+	return append(out, pos...)
+}
+
+func isUserCommand(path []string) bool {
+	p := strings.Join(path, " ")
+	return interspersed[p] || p == "submit" || p == "run" || p == "batch" || p == "alloc"
+}
+
+// isFlagArg reports whether a looks like a flag ("-x", "--xy", "-x=1").
+func isFlagArg(a string) bool { return len(a) > 1 && a[0] == '-' && a != "--" }
+
+// findFlag returns the flag of flags that arg ("-t", "--time=1h") names.
+func findFlag(flags []cli.Flag, arg string) cli.Flag {
+	name := strings.TrimLeft(arg, "-")
+	name, _, _ = strings.Cut(name, "=")
+	for _, f := range flags {
+		if slices.Contains(f.Names(), name) {
+			return f
+		}
+	}
+	return nil
+}
+
+// takesValue reports whether arg is a flag that takes its value from the
+// next argument.
+func takesValue(flags []cli.Flag, arg string) bool {
+	if strings.Contains(arg, "=") {
+		return false
+	}
+	f := findFlag(flags, arg)
+	if f == nil {
+		return false
+	}
+	_, isBool := f.(*cli.BoolFlag)
+	return !isBool
+}
+
+// splitShort splits "-N4" into "-N", "4" when -N is a one-letter flag that
+// takes a value.
+func splitShort(flags []cli.Flag, arg string) (string, string, bool) {
+	if len(arg) < 3 || arg[1] == '-' || arg[2] == '=' {
+		return "", "", false
+	}
+	name := arg[:2]
+	if findFlag(flags, arg) != nil || !takesValue(flags, name) {
+		return "", "", false
+	}
+	return name, arg[2:], true
+}
+
+// show makes one call to the broker and prints its reply: as JSON with
+// --json (what json picks out of the reply, so that lists print as arrays),
+// else for people with human. It serves every command that only reads.
+func show[R any](c *cli.Context, op string, req any, json func(*R) any, human func(io.Writer, *R) error) error {
+	var rep R
+	if err := callOnce(c, op, req, &rep); err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, json(&rep))
+	}
+	return human(c.App.Writer, &rep)
+}
+
+// nonNil makes a nil list an empty one, so that JSON shows [] not null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// callOnce dials the broker, makes one call and hangs up: what every
+// command that needs a single request does.
+// change makes one request that changes something and prints the reply:
+// its JSON with --json, else what print says of it.
+func change[T any](c *cli.Context, op string, req any, print func(io.Writer, T)) error {
+	var rep T
+	if err := callOnce(c, op, req, &rep); err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, rep)
+	}
+	print(c.App.Writer, rep)
+	return nil
+}
+
+func callOnce(c *cli.Context, op string, req, resp any) error {
+	cl, err := dial(c)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	return call(c, cl, op, req, resp)
+}

@@ -1,0 +1,458 @@
+package cliapp
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/strata-hpc/strata/api"
+	"github.com/strata-hpc/strata/client"
+	"github.com/strata-hpc/strata/internal/when"
+)
+
+func jobsCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "jobs",
+		Usage:     "list jobs",
+		UsageText: "strata jobs [-a] [-u USER] [--state STATE[,STATE...]] [--json]",
+		Description: "Lists your jobs that have not ended. -a adds ended jobs; -u lists another user's\n" +
+			"jobs ('*' for everyone's; admins only); --state keeps the states listed (naming an\n" +
+			"ended state implies -a). NODES is the job's nodes once it has them, else how many\n" +
+			"it asks for; TIME is how long it has run. A job array's tasks show as ARRAY_TASK\n" +
+			"(12_7); its pending ones share one line (12_[8-1000%50]) unless -r is given.",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "all", Aliases: []string{"a"}, Usage: "include jobs that have ended"},
+			&cli.StringFlag{Name: "user", Aliases: []string{"u"}, Usage: "list this user's jobs ('*': every user's)"},
+			&cli.StringFlag{Name: "state", Usage: "only jobs in these states: " + stateList()},
+			&cli.BoolFlag{Name: "array", Aliases: []string{"r"}, Usage: "a line for each pending task of a job array (default: one line per array)"},
+			jsonFlag(),
+		},
+		Action: runJobs,
+	}
+}
+
+// jobsRequest turns the flags of jobs into a request.
+func jobsRequest(all bool, user, state string) (api.JobsRequest, error) {
+	r := api.JobsRequest{All: all, User: user}
+	if user != "" && user != "*" {
+		if err := parseUserName(user); err != nil {
+			return r, flagErr("-u/--user", err)
+		}
+	}
+	var err error
+	if r.State, err = parseStates(state); err != nil {
+		return r, flagErr("--state", err)
+	}
+	for _, s := range r.State {
+		if s.Terminal() {
+			r.All = true
+		}
+	}
+	return r, nil
+}
+
+func runJobs(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	req, err := jobsRequest(c.Bool("all"), c.String("user"), c.String("state"))
+	if err != nil {
+		return err
+	}
+	return show(c, api.OpJobs, req,
+		func(rep *api.JobsReply) any { return nonNil(rep.Jobs) },
+		func(w io.Writer, rep *api.JobsReply) error {
+			printJobRows(w, jobRows(rep.Jobs, c.Bool("array")), time.Now())
+			return nil
+		})
+}
+
+// printJobs writes the jobs table, a line per job.
+func printJobs(w io.Writer, jobs []api.Job, now time.Time) {
+	printJobRows(w, jobRows(jobs, true), now)
+}
+
+// printJobRows writes the jobs table.
+func printJobRows(w io.Writer, rows []jobRow, now time.Time) {
+	tw := newTable(w)
+	fmt.Fprintln(tw, "ID\tUSER\tNAME\tSTATE\tNODES\tTIME\tREASON")
+	for _, r := range rows {
+		j := r.job
+		nodes := j.Nodes
+		if nodes == "" {
+			nodes = strconv.Itoa(j.NNodes)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.label, cell(j.User), cell(j.Name), j.State, nodes, runTime(j, now), cell(j.Reason))
+	}
+	tw.Flush()
+}
+
+// runTime is how long a job has run (or ran): 0s before it starts.
+func runTime(j api.Job, now time.Time) string {
+	if j.StartTime.IsZero() {
+		return "0s"
+	}
+	end := j.EndTime
+	if end.IsZero() {
+		end = now
+	}
+	d := max(end.Sub(j.StartTime), 0)
+	return when.FormatDuration(d.Round(time.Second))
+}
+
+// cell makes a value safe for one table cell: no tabs or newlines, and "-"
+// for nothing.
+func cell(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return oneLine(s)
+}
+
+func oneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\t' || r == '\n' || r == '\r' {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+func jobCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "job",
+		Usage: "show or change one job",
+		Subcommands: []*cli.Command{
+			{
+				Name:      "show",
+				Usage:     "show every field of a job and its history",
+				UsageText: "strata job show ID [--json]",
+				Flags:     []cli.Flag{jsonFlag()},
+				Action:    runJobShow,
+			},
+			{
+				Name:      "update",
+				Usage:     "change a job that has not started",
+				UsageText: "strata job update ID [--resv NAME | --no-resv] [--hold | --release] [-t WALLTIME] [--begin TIME]",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "resv", Usage: "move the job into this reservation (admins)"},
+					&cli.BoolFlag{Name: "no-resv", Usage: "take the job out of its reservation"},
+					&cli.BoolFlag{Name: "hold", Usage: "hold the job"},
+					&cli.BoolFlag{Name: "release", Usage: "release a held job"},
+					&cli.StringFlag{Name: "time", Aliases: []string{"t"}, Usage: "new walltime (as submit -t reads it)"},
+					&cli.StringFlag{Name: "begin", Usage: "new earliest start: " + timeForms},
+				},
+				Action: runJobUpdate,
+			},
+			requeueCommand(),
+		},
+	}
+}
+
+// oneJobID reads the single job ID argument of a command.
+func oneJobID(c *cli.Context) (api.JobID, error) {
+	if c.NArg() != 1 {
+		return 0, usageErr(fmt.Errorf("'%s' takes one job ID, got %d arguments", cmdName(c), c.NArg()))
+	}
+	id, err := parseJobID(c.Args().First())
+	if err != nil {
+		return 0, usageErr(err)
+	}
+	return id, nil
+}
+
+func runJobShow(c *cli.Context) error {
+	id, err := oneJobID(c)
+	if err != nil {
+		return err
+	}
+	return show(c, api.OpJob, api.JobRequest{ID: id},
+		func(j *api.Job) any { return j },
+		func(w io.Writer, j *api.Job) error { printJob(w, *j); return nil })
+}
+
+// printJob writes every field of a job, one per line under its JSON name,
+// "-" for unset ones, then its history, one event a line.
+func printJob(w io.Writer, j api.Job) {
+	tw := newTable(w)
+	ts := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return t.Local().Format(time.RFC3339)
+	}
+	exit := "-"
+	if j.ExitCode != nil {
+		exit = strconv.Itoa(*j.ExitCode)
+	}
+	var deps []string
+	for _, d := range j.Dependencies {
+		deps = append(deps, fmt.Sprintf("%s:%d", d.Type, d.Job))
+	}
+	qpus := slotList(j.QPU)
+	rows := [][2]string{
+		{"id", j.ID.String()},
+		{"user", cell(j.User)},
+		{"name", cell(j.Name)},
+		{"state", string(j.State)},
+		{"reason", cell(j.Reason)},
+		{"nodes", cell(j.Nodes)},
+		{"nnodes", strconv.Itoa(j.NNodes)},
+		{"walltime", fmt.Sprintf("%s (%ds)", when.FormatDuration(time.Duration(j.Walltime)*time.Second), j.Walltime)},
+		{"submit_time", ts(j.SubmitTime)},
+		{"start_time", ts(j.StartTime)},
+		{"end_time", ts(j.EndTime)},
+		{"exit_code", exit},
+		{"resv", cell(j.Resv)},
+		{"planned_start", ts(j.PlannedStart)},
+		{"command", cell(shellQuote(j.Command))},
+		{"cwd", cell(j.Cwd)},
+		{"qpu", cell(strings.Join(qpus, ","))},
+		{"requeue", strconv.FormatBool(j.Requeue)},
+		{"hold", strconv.FormatBool(j.Hold)},
+		{"begin_time", ts(j.BeginTime)},
+		{"dependencies", cell(strings.Join(deps, ","))},
+		{"uri", cell(j.URI)},
+	}
+	// Fields most jobs leave unset are shown only when set.
+	if j.ArrayJob != 0 {
+		lim := "none"
+		if j.ArrayLimit > 0 {
+			lim = strconv.Itoa(j.ArrayLimit)
+		}
+		rows = append(rows, [2]string{"array", fmt.Sprintf("%d_%d (task %d of array %d: %d tasks, at most %s at once)", j.ArrayJob, j.ArrayTask, j.ArrayTask, j.ArrayJob, j.ArrayCount, lim)})
+	}
+	if j.NTasks > 0 {
+		rows = append(rows, [2]string{"ntasks", strconv.Itoa(j.NTasks)})
+	}
+	if j.Nice != 0 {
+		rows = append(rows, [2]string{"nice", strconv.Itoa(j.Nice)})
+	}
+	if j.Singleton {
+		rows = append(rows, [2]string{"singleton", "true"})
+	}
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s:\t%s\n", r[0], r[1])
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "events:")
+	tw = newTable(w)
+	for _, e := range j.Events {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", ts(e.Time), e.State, oneLine(e.Reason))
+	}
+	tw.Flush()
+}
+
+func mapKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// shellQuote writes argv as a shell would need it typed.
+func shellQuote(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		if a != "" && strings.IndexFunc(a, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
+		}) < 0 {
+			q[i] = a
+			continue
+		}
+		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(q, " ")
+}
+
+// updateFlags are the flags of job update, as typed.
+type updateFlags struct {
+	Resv                         string
+	NoResv, Hold, Release        bool
+	Time, Begin                  string
+	TimeSet, BeginSet, ResvGiven bool
+}
+
+// request turns the flags of job update into a request.
+func (u updateFlags) request(id api.JobID, now time.Time) (api.UpdateRequest, error) {
+	r := api.UpdateRequest{ID: id, Resv: u.Resv, NoResv: u.NoResv, Hold: u.Hold, Release: u.Release}
+	switch {
+	case u.ResvGiven && u.NoResv:
+		return r, usageErr(fmt.Errorf("--resv and --no-resv exclude each other: give one"))
+	case u.Hold && u.Release:
+		return r, usageErr(fmt.Errorf("--hold and --release exclude each other: give one"))
+	case u.ResvGiven && u.Resv == "":
+		return r, flagErr("--resv", fmt.Errorf("empty reservation name; to take the job out of its reservation use --no-resv"))
+	}
+	if u.Resv != "" {
+		if err := parseResvName(u.Resv); err != nil {
+			return r, flagErr("--resv", err)
+		}
+	}
+	var err error
+	if u.TimeSet {
+		if r.Walltime, err = parseWalltime(u.Time); err != nil {
+			return r, flagErr("-t/--time", err)
+		}
+	}
+	if u.BeginSet {
+		if r.Begin, err = parseBegin(u.Begin, now); err != nil {
+			return r, flagErr("--begin", err)
+		}
+	}
+	if err := r.Validate(); err != nil {
+		if isCode(err, api.CodeInvalidArgument) && strings.Contains(err.Error(), "changes nothing") {
+			return r, usageErr(fmt.Errorf("nothing to change: give --resv NAME, --no-resv, --hold, --release, -t WALLTIME or --begin TIME"))
+		}
+		return r, usageErr(err)
+	}
+	return r, nil
+}
+
+func runJobUpdate(c *cli.Context) error {
+	id, err := oneJobID(c)
+	if err != nil {
+		return err
+	}
+	u := updateFlags{
+		Resv: c.String("resv"), NoResv: c.Bool("no-resv"), Hold: c.Bool("hold"), Release: c.Bool("release"),
+		Time: c.String("time"), Begin: c.String("begin"),
+		TimeSet: c.IsSet("time"), BeginSet: c.IsSet("begin"), ResvGiven: c.IsSet("resv"),
+	}
+	req, err := u.request(id, time.Now())
+	if err != nil {
+		return err
+	}
+	cl, err := dial(c)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	return call(c, cl, api.OpUpdate, req, nil)
+}
+
+// jobIDArgs reads the job ID arguments of cancel and wait.
+func jobIDArgs(c *cli.Context) ([]api.JobID, error) {
+	if c.NArg() == 0 {
+		return nil, usageErr(fmt.Errorf("'%s' needs at least one job ID", cmdName(c)))
+	}
+	ids, err := parseJobIDArgs(c.Args().Slice())
+	if err != nil {
+		return nil, usageErr(err)
+	}
+	return ids, nil
+}
+
+func cancelCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "cancel",
+		Usage:     "cancel jobs: take pending ones off the queue, end running ones",
+		UsageText: "strata cancel ID|ARRAY_TASK...",
+		Description: "Cancels each job named. The ID of a job array cancels every task of it that has\n" +
+			"not ended; ARRAY_TASK (12_7) cancels one task.",
+		Action: runCancel,
+	}
+}
+
+func runCancel(c *cli.Context) error {
+	if c.NArg() == 0 {
+		return usageErr(fmt.Errorf("'%s' needs at least one job ID", cmdName(c)))
+	}
+	type target struct {
+		id   api.JobID
+		task *int
+	}
+	var ts []target
+	for _, a := range c.Args().Slice() {
+		id, task, err := parseJobTarget(a)
+		if err != nil {
+			return usageErr(err)
+		}
+		ts = append(ts, target{id, task})
+	}
+	cl, err := dial(c)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	var last error
+	for _, t := range ts {
+		if err := call(c, cl, api.OpCancel, api.CancelRequest{ID: t.id, Task: t.task}, nil); err != nil {
+			if last != nil {
+				fmt.Fprintln(c.App.ErrWriter, "strata:", last)
+			}
+			last = err
+		}
+	}
+	return last
+}
+
+// eachJob calls f for every ID, printing all errors but the last, which it
+// returns.
+func eachJob(c *cli.Context, ids []api.JobID, f func(api.JobID) error) error {
+	var last error
+	for _, id := range ids {
+		if err := f(id); err != nil {
+			if last != nil {
+				fmt.Fprintln(c.App.ErrWriter, "strata:", last)
+			}
+			last = err
+		}
+	}
+	return last
+}
+
+func waitCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "wait",
+		Usage:     "wait until jobs have ended; exit 0 if all completed, else 1",
+		UsageText: "strata wait ID...",
+		Description: "Waits for every job given. For each that ended other than completed it\n" +
+			"prints why on stderr.",
+		Action: runWait,
+	}
+}
+
+func runWait(c *cli.Context) error {
+	ids, err := jobIDArgs(c)
+	if err != nil {
+		return err
+	}
+	cl, err := dial(c)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	return waitAll(c, cl, ids)
+}
+
+func waitAll(c *cli.Context, cl *client.Client, ids []api.JobID) error {
+	bad := 0
+	err := eachJob(c, ids, func(id api.JobID) error {
+		j, err := waitJob(ctxOf(c), cl, id)
+		if err != nil {
+			bad++
+			return err
+		}
+		if err := jobOutcome(j); err != nil {
+			bad++
+			return err
+		}
+		return nil
+	})
+	if err == nil {
+		return nil
+	}
+	if len(ids) == 1 {
+		return &exitError{code: 1, err: err}
+	}
+	fmt.Fprintln(c.App.ErrWriter, "strata:", err)
+	return &exitError{code: 1, err: fmt.Errorf("%d of %d jobs did not complete", bad, len(ids))}
+}

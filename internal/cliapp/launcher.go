@@ -1,0 +1,84 @@
+package cliapp
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+)
+
+// BrokerProgram is the program that runs a broker: the strata command line
+// with 'broker start' and 'demo' (cmd/strata-broker).
+//
+// The strata front end does not link the broker: Go initialises every
+// package a program links before main, and the NATS server's packages
+// (with the compression, JWT and TLS code only the server uses) cost a
+// command about a millisecond of its start before it does anything
+// (GODEBUG=inittrace=1). So the front end runs BrokerProgram for the two
+// commands that need it, as git runs git-NAME and flux runs flux-broker:
+// found next to the front end's own executable first, then on PATH.
+const BrokerProgram = "strata-broker"
+
+// Launched lists the commands that run in BrokerProgram, with their
+// usage, as the front end's help shows them.
+var Launched = []struct{ Name, Usage string }{
+	{"broker", "run the Strata broker"},
+	{"demo", "start a broker on its embedded defaults and run a short, real demo against it"},
+}
+
+// launchers are the front end's commands of Launched: each replaces the
+// process with BrokerProgram and the same arguments (so that signals, the
+// exit code and the process ID are the broker's own), or says where
+// BrokerProgram was looked for and how to install it.
+func launchers() []*cli.Command {
+	var cmds []*cli.Command
+	for _, l := range Launched {
+		cmds = append(cmds, &cli.Command{
+			Name:            l.Name,
+			Usage:           l.Usage,
+			SkipFlagParsing: true, // flags, --help included, are BrokerProgram's
+			HideHelp:        true,
+			Action: func(c *cli.Context) error {
+				path, err := findBroker()
+				if err != nil {
+					return fmt.Errorf("'%s %s' %w", c.App.Name, l.Name, err)
+				}
+				// argv[0] stays as typed, so that messages name the command
+				// as the user ran it ('strata broker start').
+				if err := syscall.Exec(path, os.Args, os.Environ()); err != nil {
+					return fmt.Errorf("'%s %s': cannot run %s: %w", c.App.Name, l.Name, path, err)
+				}
+				return nil // not reached
+			},
+		})
+	}
+	return cmds
+}
+
+// findBroker returns the path of BrokerProgram: next to this executable,
+// else on PATH. Its error says where it looked and how to install it.
+func findBroker() (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("cannot find this program's own path to look for %s next to it: %w", BrokerProgram, err)
+	}
+	dir := filepath.Dir(self)
+	next := filepath.Join(dir, BrokerProgram)
+	if fi, err := os.Stat(next); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+		return next, nil
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("cannot look for %s: %w", next, err)
+	}
+	if p, err := exec.LookPath(BrokerProgram); err == nil {
+		return p, nil
+	}
+	return "", fmt.Errorf("runs in the program %s, which is neither in %s (next to this one) nor on PATH; "+
+		"in Strata's source tree, 'go build -o %s ./cmd/%s' puts it there, 'go install ./cmd/...' installs both "+
+		"in $(go env GOPATH)/bin, and 'go run ./cmd/%s demo' runs the demo without installing anything",
+		BrokerProgram, dir, next, BrokerProgram, BrokerProgram)
+}

@@ -1,0 +1,100 @@
+package cliapp
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/urfave/cli/v2"
+)
+
+// runApp runs the CLI in-process with args and returns stdout, stderr and
+// the exit code main would use.
+func runApp(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	app := newApp()
+	var out, errb bytes.Buffer
+	app.Writer, app.ErrWriter = &out, &errb
+	app.ExitErrHandler = func(*cli.Context, error) {}
+	err := app.Run(append([]string{"strata"}, args...))
+	code := 0
+	if err != nil {
+		errb.WriteString(err.Error())
+		code = exitCode(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+const tinyTrace = `; Version: 2.2
+; MaxProcs: 8
+1 0 0 100 4 -1 -1 4 200 -1 1 1 1 1 1 1 -1 -1
+2 10 0 50 8 -1 -1 8 60 -1 1 2 1 1 1 1 -1 -1
+3 20 0 30 2 -1 -1 2 30 -1 1 1 1 1 1 1 -1 -1
+4 30 0 0 2 -1 -1 2 30 -1 5 1 1 1 1 1 -1 -1
+5 40 0 10 64 -1 -1 64 30 -1 1 1 1 1 1 1 -1 -1
+`
+
+func TestSimCommand(t *testing.T) {
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "tiny.swf")
+	os.WriteFile(trace, []byte(tinyTrace), 0o644)
+	perJob := filepath.Join(dir, "jobs.csv")
+	out, errOut, code := runApp(t, "sim", "--trace", trace, "--policy", "fcfs", "--json", "--per-job", perJob)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var res map[string]any
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("--json output %q: %v", out, err)
+	}
+	for _, k := range []string{"jobs", "skipped", "units", "policy", "makespan_s", "utilization", "mean_wait_s", "median_wait_s", "max_wait_s", "mean_bsld", "elapsed_s"} {
+		if _, ok := res[k]; !ok {
+			t.Errorf("--json lacks %q: %s", k, out)
+		}
+	}
+	// Jobs 1-3 run (4 never ran, 5 is larger than the machine); fcfs:
+	// job 2 (8 units) waits for job 1 until 100, job 3 waits behind it.
+	if res["jobs"] != 3.0 || res["skipped"] != 2.0 || res["units"] != 8.0 || res["policy"] != "fcfs" {
+		t.Errorf("result %v", res)
+	}
+	if res["makespan_s"] != 180.0 || res["max_wait_s"] != 130.0 {
+		t.Errorf("makespan %v (want 180: job 3 ends at 150+30), max wait %v (want 130)", res["makespan_s"], res["max_wait_s"])
+	}
+	csv, _ := os.ReadFile(perJob)
+	if want := "id,submit,start,end,units\n1,0,0,100,4\n2,10,100,150,8\n3,20,150,180,2\n"; string(csv) != want {
+		t.Errorf("--per-job:\n%s\nwant:\n%s", csv, want)
+	}
+	text, _, code := runApp(t, "sim", "--trace", trace)
+	if code != 0 || !strings.Contains(text, "jobs skipped     2 (1 more processors than the machine, 1 run time <= 0)") {
+		t.Errorf("text output (exit %d):\n%s", code, text)
+	}
+}
+
+func TestSimCommandErrors(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.swf")
+	os.WriteFile(good, []byte(tinyTrace), 0o644)
+	bad := filepath.Join(dir, "bad.swf")
+	os.WriteFile(bad, []byte("; MaxProcs: 8\n1 0 0 100 4 -1 -1 4 200 -1 1 1 1 1 1 1 -1 -1\n2 10 zero 50\n"), 0o644)
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"sim", "--trace", bad}, 1, "bad.swf:3:"},
+		{[]string{"sim", "--trace", good, "--policy", "lifo"}, 2, `unknown policy "lifo": use fcfs, easy, conservative or hybrid:N`},
+		{[]string{"sim", "--trace", good, "--policy", "hybrid:0"}, 2, "hybrid:N needs a whole number"},
+		{[]string{"sim", "--trace", good, "--units", "-4"}, 2, "--units -4"},
+		{[]string{"sim", "--trace", good, "--resv", "start=+1d,duration=soon,nodes=4"}, 1, "duration=soon"},
+		{[]string{"sim", "--trace", good, "--estimate", "guess"}, 2, `unknown estimate "guess"`},
+		{[]string{"sim", "--trace", filepath.Join(dir, "missing.swf")}, 1, "missing.swf"},
+	} {
+		_, errOut, code := runApp(t, tc.args...)
+		if code != tc.code || !strings.Contains(errOut, tc.want) {
+			t.Errorf("strata %s: exit %d, %q; want exit %d and %q", strings.Join(tc.args, " "), code, errOut, tc.code, tc.want)
+		}
+	}
+}

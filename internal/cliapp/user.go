@@ -1,0 +1,221 @@
+package cliapp
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/strata-hpc/strata/api"
+)
+
+func userCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "user",
+		Usage: "manage users (admins)",
+		Subcommands: []*cli.Command{
+			{
+				Name:      "add",
+				Usage:     "create a user and write their credentials file",
+				UsageText: "strata user add NAME [--admin | --executor] [-o FILE] [--force]",
+				Description: "Asks the root instance for credentials for NAME and writes them to FILE\n" +
+					"(default NAME.creds in the current directory; '-' for stdout) with mode 0600.\n" +
+					"An existing file is never overwritten, nor an existing user given new\n" +
+					"credentials, without --force (their old credentials stay valid). The user\n" +
+					"saves the file as ~/.config/strata/LOGIN.creds or points STRATA_CREDS at it.\n\n" +
+					"--executor issues credentials for a QPU executor named NAME instead: they may\n" +
+					"only speak the executor protocol ('strata qpu executor --creds FILE'), not\n" +
+					"submit or look at jobs.",
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "admin", Usage: "make the user an administrator"},
+					&cli.BoolFlag{Name: "executor", Usage: "credentials for a QPU executor ('strata qpu executor'), which may only speak the executor protocol"},
+					&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "the credentials file (default NAME.creds; '-' for stdout)"},
+					&cli.BoolFlag{Name: "force", Usage: "overwrite the file, and issue new credentials to an existing user"},
+				},
+				Action: runUserAdd,
+			},
+			{
+				Name:      "list",
+				Usage:     "list the users the broker knows",
+				UsageText: "strata user list [--json]",
+				Flags:     []cli.Flag{jsonFlag()},
+				Action:    runUserList,
+			},
+		},
+	}
+}
+
+// credsFile is where user add writes credentials: the file itself, or a
+// temporary file beside it that replaces it at commit (--force). It is
+// opened before the broker is asked, so that credentials are never issued
+// that cannot be saved.
+type credsFile struct {
+	path string
+	f    *os.File
+	tmp  bool
+}
+
+func openCredsFile(path string, force bool) (*credsFile, error) {
+	if !force {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("%s exists: not overwriting it; give another file with -o, or --force", path)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cannot create the credentials file: %w", err)
+		}
+		return &credsFile{path: path, f: f}, nil
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return nil, fmt.Errorf("%s is a directory; give a file with -o", path)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("cannot create the credentials file: %w", err)
+	}
+	return &credsFile{path: path, f: f, tmp: true}, nil
+}
+
+// commit writes the credentials and puts the file in place.
+func (c *credsFile) commit(creds string) error {
+	_, err := io.WriteString(c.f, creds)
+	if err == nil {
+		err = c.f.Chmod(0o600)
+	}
+	if err == nil {
+		err = c.f.Sync()
+	}
+	if cerr := c.f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && c.tmp {
+		err = os.Rename(c.f.Name(), c.path)
+	}
+	if err != nil {
+		os.Remove(c.f.Name())
+		return fmt.Errorf("the credentials were issued but could not be saved to %s (%w); run again with --force", c.path, err)
+	}
+	return nil
+}
+
+// abort removes the file.
+func (c *credsFile) abort() {
+	c.f.Close()
+	os.Remove(c.f.Name())
+}
+
+func runUserAdd(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usageErr(fmt.Errorf("'strata user add' takes one user name, got %d arguments", c.NArg()))
+	}
+	name := c.Args().First()
+	if err := parseUserName(name); err != nil {
+		return usageErr(err)
+	}
+	out := c.String("output")
+	if c.IsSet("output") && out == "" {
+		return flagErr("-o/--output", fmt.Errorf("empty file name; give a file, or '-' for stdout"))
+	}
+	if out == "" {
+		out = name + ".creds"
+	}
+	if c.Bool("executor") && c.Bool("admin") {
+		return usageErr(fmt.Errorf("--admin and --executor exclude each other: executor credentials may only speak the executor protocol; give one"))
+	}
+	cl, err := dial(c)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	var file *credsFile
+	if out != "-" {
+		if file, err = openCredsFile(out, c.Bool("force")); err != nil {
+			return err
+		}
+	}
+	var rep api.UserAddReply
+	if err := call(c, cl, api.OpUserAdd, api.UserAddRequest{Name: name, Admin: c.Bool("admin"), Force: c.Bool("force"), Executor: c.Bool("executor")}, &rep); err != nil {
+		if file != nil {
+			file.abort()
+		}
+		return err
+	}
+	if file == nil {
+		_, err := io.WriteString(c.App.Writer, rep.Creds)
+		return err
+	}
+	if err := file.commit(rep.Creds); err != nil {
+		return err
+	}
+	role := "user"
+	switch {
+	case c.Bool("executor"):
+		role = "QPU executor"
+	case rep.Admin:
+		role = "admin"
+	}
+	fmt.Fprintf(c.App.Writer, "wrote %s: credentials for %s %s (mode 0600)\n", out, role, rep.Name)
+	return nil
+}
+
+func runUserList(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	return show(c, api.OpUsers, nil,
+		func(rep *api.UsersReply) any { return nonNil(rep.Users) },
+		func(w io.Writer, rep *api.UsersReply) error {
+			tw := newTable(w)
+			fmt.Fprintln(tw, "NAME\tADMIN\tCREATED")
+			for _, u := range rep.Users {
+				created := "-"
+				if !u.Created.IsZero() {
+					created = u.Created.Local().Format(time.RFC3339)
+				}
+				fmt.Fprintf(tw, "%s\t%t\t%s\n", u.Name, u.Admin, created)
+			}
+			return tw.Flush()
+		})
+}
+
+func whoamiCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "whoami",
+		Usage:     "print who the broker takes you for, and where",
+		UsageText: "strata whoami [--json]",
+		Flags:     []cli.Flag{jsonFlag()},
+		Action:    runWhoami,
+	}
+}
+
+func runWhoami(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	cl, err := dial(c)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	w, err := cl.Whoami(ctxOf(c))
+	if err != nil {
+		return err
+	}
+	if w.URI == "" {
+		w.URI = cl.URI()
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, w)
+	}
+	admin := ""
+	if w.Admin {
+		admin = " (admin)"
+	}
+	fmt.Fprintf(c.App.Writer, "%s%s at %s\n", w.User, admin, w.URI)
+	return nil
+}
