@@ -151,6 +151,15 @@ type Job struct {
 	Dependencies []Dependency   `json:"dependencies,omitempty"`
 	URI          string         `json:"uri,omitempty"`      // of the child instance, for batch and alloc jobs
 	Instance     bool           `json:"instance,omitempty"` // the job is a child instance (batch, alloc)
+	NTasks       int            `json:"ntasks,omitempty"`   // tasks the job says it runs (STRATA_NTASKS); 0: not said
+	Nice         int            `json:"nice,omitempty"`     // the priority adjustment it was submitted with
+	Singleton    bool           `json:"singleton,omitempty"`
+	// Tasks of a job array: the array's ID (its first task's), the task's
+	// index, how many tasks the array has, and how many may run at once.
+	ArrayJob   JobID `json:"array_job,omitempty"`
+	ArrayTask  int   `json:"array_task,omitempty"`
+	ArrayCount int   `json:"array_count,omitempty"`
+	ArrayLimit int   `json:"array_limit,omitempty"`
 }
 
 // SubmitRequest asks for a new job.
@@ -177,6 +186,40 @@ type SubmitRequest struct {
 	// Key makes a retried submission idempotent: a second request with the
 	// same key from the same user returns the first job and changes nothing.
 	Key string `json:"key,omitempty"`
+	// NTasks is the number of tasks the job says it runs, as Slurm's
+	// -n; the broker runs one process and exports STRATA_NTASKS for it
+	// to use (0: not said).
+	NTasks int `json:"ntasks,omitempty"`
+	// Nice lowers the job's priority when positive, raises it when
+	// negative (admins only), as Slurm's --nice; see NiceUrgency.
+	Nice int `json:"nice,omitempty"`
+	// Singleton: start only once no earlier job of the same name and
+	// user is pending or running, as Slurm's --dependency=singleton.
+	Singleton bool `json:"singleton,omitempty"`
+	// Array makes the submission a job array: one job per task index,
+	// all queued or none; the reply is the first task, whose ID is the
+	// array's.
+	Array *ArraySpec `json:"array,omitempty"`
+}
+
+// ArraySpec is a job array's task indexes (distinct, at least 0) and the
+// most tasks that may run at once (0: no limit).
+type ArraySpec struct {
+	Tasks []int `json:"tasks"`
+	Limit int   `json:"limit,omitempty"`
+}
+
+// MaxArrayTasks bounds the tasks of one job array.
+const MaxArrayTasks = 100000
+
+// MaxNice bounds Nice both ways.
+const MaxNice = 10000
+
+// NiceUrgency is the queue urgency (1 lowest, 31 highest, 16 the default)
+// of a job submitted with nice: 16 - nice, held within 1..31, so that
+// Slurm habits such as --nice=100 work and order as far as the queue can.
+func NiceUrgency(nice int) int {
+	return min(max(16-nice, 1), 31)
 }
 
 // Validate checks what can be checked without knowing the instance: counts,
@@ -193,6 +236,10 @@ func (r *SubmitRequest) Validate() error {
 		return Errorf(CodeInvalidArgument, "name is %d bytes long; at most 128", len(r.Name))
 	case len(r.Key) > 64:
 		return Errorf(CodeInvalidArgument, "key is %d bytes long; at most 64", len(r.Key))
+	case r.NTasks < 0:
+		return Errorf(CodeInvalidArgument, "ntasks must be at least 1 (or 0 for not said), got %d", r.NTasks)
+	case r.Nice < -MaxNice || r.Nice > MaxNice:
+		return Errorf(CodeInvalidArgument, "nice %d is out of range: give %d to %d (positive lowers the priority)", r.Nice, -MaxNice, MaxNice)
 	}
 	if r.Resv != "" && !nameRe.MatchString(r.Resv) {
 		return Errorf(CodeInvalidArgument, "invalid reservation name %q", r.Resv)
@@ -206,6 +253,14 @@ func (r *SubmitRequest) Validate() error {
 	}
 	if err := validateQPU(r.QPU); err != nil {
 		return err
+	}
+	if a := r.Array; a != nil {
+		switch {
+		case len(a.Tasks) == 0 || len(a.Tasks) > MaxArrayTasks:
+			return Errorf(CodeInvalidArgument, "array has %d tasks: give 1 to %d", len(a.Tasks), MaxArrayTasks)
+		case a.Limit < 0:
+			return Errorf(CodeInvalidArgument, "array limit %d is negative", a.Limit)
+		}
 	}
 	for k := range r.Env {
 		if k == "" || containsAny(k, "=\x00") {
@@ -262,6 +317,10 @@ type JobRequest struct {
 // queue, a running one is signalled and killed.
 type CancelRequest struct {
 	ID JobID `json:"id"`
+	// ID names a job array (its first task's ID) and Task one of its
+	// tasks' index: cancel that task only. Without Task, cancelling an
+	// array's ID cancels every task of it that has not ended.
+	Task *int `json:"task,omitempty"`
 }
 
 // UpdateRequest changes a job that has not started. Exactly the set fields

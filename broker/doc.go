@@ -46,7 +46,9 @@
 // Options.Replicas; the broker keeps its users in the bucket strata_users.
 // The Runtime (RunInstances) keeps jobs, reservations and QPU records in
 // strata_jobs, strata_resvs and strata_qpu, and acknowledges a request only
-// once the records it changed are durable.
+// once the records it changed are durable. A job array is written as one
+// record in strata_arrays (all its tasks or none, in one write); a task
+// that changes afterwards gets a record of its own in strata_jobs.
 //
 // # QPUs
 //

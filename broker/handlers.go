@@ -20,6 +20,8 @@ func (r *Runtime) handler(path string) Handler {
 		api.OpJob:       func(ctx context.Context, q Request) (any, error) { return r.job(ctx, q) },
 		api.OpJobs:      func(ctx context.Context, q Request) (any, error) { return r.jobs(ctx, q) },
 		api.OpWait:      func(ctx context.Context, q Request) (any, error) { return r.wait(ctx, q) },
+		api.OpRequeue:   func(ctx context.Context, q Request) (any, error) { return r.requeue(ctx, q) },
+		api.OpOutput:    func(ctx context.Context, q Request) (any, error) { return r.jobOutput(ctx, q) },
 		api.OpResources: func(ctx context.Context, q Request) (any, error) { return r.resources(ctx, q) },
 		api.OpBookings:  func(ctx context.Context, q Request) (any, error) { return r.bookings(ctx, q) },
 	}
@@ -57,6 +59,13 @@ func (r *Runtime) submit(ctx context.Context, q Request) (any, error) {
 	spec := instance.Spec{
 		Name: sr.Name, Nodes: sr.Nodes, Walltime: instance.Duration(sr.Walltime), Slots: sr.QPU,
 		Resv: sr.Resv, Hold: sr.Hold, Requeue: sr.Requeue, Child: sr.Instance,
+		Singleton: sr.Singleton,
+	}
+	if sr.Nice != 0 {
+		if sr.Nice < 0 && !q.Admin {
+			return nil, api.Errorf(api.CodePermissionDenied, "nice %d would raise the job's priority, which only admins may do; give 0 or a positive nice to lower it", sr.Nice)
+		}
+		spec.Urgency = api.NiceUrgency(sr.Nice)
 	}
 	if !sr.Begin.IsZero() {
 		spec.Begin = instance.Time(sr.Begin.Unix())
@@ -65,7 +74,7 @@ func (r *Runtime) submit(ctx context.Context, q Request) (any, error) {
 		k := map[api.DependencyType]instance.DepKind{api.AfterOK: instance.AfterOK, api.AfterAny: instance.AfterAny, api.AfterNotOK: instance.AfterNotOK}[d.Type]
 		spec.Deps = append(spec.Deps, instance.Dep{Kind: k, Job: instance.JobID(d.Job)})
 	}
-	meta := &jobMeta{Command: sr.Command, Cwd: sr.Cwd, Env: sr.Env, Stdout: sr.Stdout, Stderr: sr.Stderr, Key: sr.Key}
+	meta := &jobMeta{Command: sr.Command, Cwd: sr.Cwd, Env: sr.Env, Stdout: sr.Stdout, Stderr: sr.Stderr, Key: sr.Key, NTasks: sr.NTasks, Nice: sr.Nice}
 	v, err := r.do(ctx, func(now instance.Time) (any, error) {
 		if sr.Key != "" { // a retry: the first answer
 			if j, ok := r.in.Job(r.keys[q.User+"\x00"+sr.Key]); ok {
@@ -76,11 +85,27 @@ func (r *Runtime) submit(ctx context.Context, q Request) (any, error) {
 				return r.apiJob(j), nil
 			}
 		}
-		id, err := r.in.Submit(now, actor(q), q.Path, spec)
+		var id instance.JobID
+		var err error
+		if sr.Array != nil {
+			id, err = r.in.SubmitArray(now, actor(q), q.Path, spec, sr.Array.Tasks, sr.Array.Limit)
+		} else {
+			id, err = r.in.Submit(now, actor(q), q.Path, spec)
+		}
 		if err != nil {
 			return nil, coreError(err)
 		}
 		r.meta[id] = meta // persisted with the record by apply
+		if sr.Array != nil {
+			r.newArrays = append(r.newArrays, id)
+			// Each task has a meta of its own (Exec is set per job at
+			// its start); their command and environment are shared.
+			for i := 1; i < len(sr.Array.Tasks); i++ {
+				m := *meta
+				m.Key = "" // a retry finds the array by its first task
+				r.meta[id+instance.JobID(i)] = &m
+			}
+		}
 		if sr.Key != "" {
 			r.keys[q.User+"\x00"+sr.Key] = id
 		}
@@ -96,12 +121,60 @@ func (r *Runtime) cancel(ctx context.Context, q Request) (any, error) {
 		return nil, err
 	}
 	return r.do(ctx, func(now instance.Time) (any, error) {
-		if err := r.in.Cancel(now, actor(q), instance.JobID(cr.ID)); err != nil {
+		id := instance.JobID(cr.ID)
+		head, ok := r.in.Job(id)
+		switch {
+		case cr.Task != nil:
+			task, found := r.arrayTasks(id, cr.Task)
+			if !ok || head.Spec.Array.Job != id || !found {
+				return nil, api.Errorf(api.CodeNotFound, "no task %d_%d: list the array's tasks with 'strata jobs -r'", cr.ID, *cr.Task)
+			}
+			id = task[0]
+		case ok && head.Spec.Array.Job == id:
+			// The whole array: every task that has not ended.
+			tasks, _ := r.arrayTasks(id, nil)
+			n := 0
+			for _, t := range tasks {
+				if j, _ := r.in.Job(t); !j.State.Final() {
+					if err := r.in.Cancel(now, actor(q), t); err != nil {
+						return nil, coreError(err)
+					}
+					n++
+				}
+			}
+			if n == 0 {
+				return nil, api.Errorf(api.CodeFailedPrecondition, "array job %d has ended: every task of it has", cr.ID)
+			}
+			j, _ := r.in.Job(id)
+			return r.apiJob(j), nil
+		}
+		if err := r.in.Cancel(now, actor(q), id); err != nil {
 			return nil, coreError(err)
 		}
-		j, _ := r.in.Job(instance.JobID(cr.ID))
+		j, _ := r.in.Job(id)
 		return r.apiJob(j), nil
 	})
+}
+
+// arrayTasks returns the IDs of array job a's tasks, in ID order, or,
+// when task is set, that task's ID alone; found says whether any was.
+// Tasks have consecutive IDs from a, Count of them. r.mu must be held.
+func (r *Runtime) arrayTasks(a instance.JobID, task *int) ([]instance.JobID, bool) {
+	head, ok := r.in.Job(a)
+	if !ok || head.Spec.Array.Job != a {
+		return nil, false
+	}
+	var ids []instance.JobID
+	for i := 0; i < head.Spec.Array.Count; i++ {
+		j, ok := r.in.Job(a + instance.JobID(i))
+		if !ok || j.Spec.Array.Job != a {
+			continue
+		}
+		if task == nil || j.Spec.Array.Task == *task {
+			ids = append(ids, j.ID)
+		}
+	}
+	return ids, len(ids) > 0
 }
 
 func (r *Runtime) update(ctx context.Context, q Request) (any, error) {

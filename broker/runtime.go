@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,6 +32,10 @@ const (
 	ResvsBucket = store.ResvsBucket // key: reservation name; value: a store.Resv
 	QPUBucket   = store.QPUBucket   // keys job.ID, session.PATH.BACKEND, backend.NAME
 	MetaBucket  = store.MetaBucket  // key "ids": a store.IDs
+	// ArraysBucket holds job arrays as submitted, one record each, so that
+	// an array is stored whole or not at all. Key: the array's job ID;
+	// value: a store.Array.
+	ArraysBucket = store.ArraysBucket
 )
 
 // Resources is what the root instance manages and how.
@@ -79,6 +85,7 @@ type Runtime struct {
 	closed   bool
 
 	// What the current input changed and must start, taken by output.
+	newArrays  []instance.JobID // job arrays submitted, stored as one record each
 	dirtyJobs  []instance.JobID
 	isDirty    map[instance.JobID]bool
 	dirtyResvs []string
@@ -134,6 +141,26 @@ const maxExitBatch = 256
 // how to run it, and how to find its processes again.
 type jobMeta = store.Meta
 
+// envNTasks is the variable that tells a job how many tasks it asked for
+// (submit -n).
+const envNTasks = "STRATA_NTASKS"
+
+// The variables of a job array's tasks.
+const (
+	envArrayJob   = "STRATA_ARRAY_JOB_ID"
+	envArrayTask  = "STRATA_ARRAY_TASK_ID"
+	envArrayCount = "STRATA_ARRAY_TASK_COUNT"
+)
+
+// pathVars are what job j's output templates expand.
+func pathVars(j instance.Job) executor.PathVars {
+	v := executor.PathVars{JobID: strconv.FormatInt(int64(j.ID), 10), User: j.Spec.User, Name: j.Spec.Name}
+	if a := j.Spec.Array; a.Job != 0 {
+		v.ArrayJob, v.ArrayTask = strconv.FormatInt(int64(a.Job), 10), strconv.Itoa(a.Task)
+	}
+	return v
+}
+
 // RunInstances starts the runtime on a started broker: it restores the
 // durable state (reservations and jobs, re-adopting the processes of
 // running jobs), serves the root instance and every live child, and
@@ -187,7 +214,7 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 	}
 	ctx, cancel := context.WithTimeout(b.ctx, b.opts.StartTimeout)
 	defer cancel()
-	for _, bucket := range []string{JobsBucket, ResvsBucket, QPUBucket, MetaBucket} {
+	for _, bucket := range []string{JobsBucket, ResvsBucket, QPUBucket, MetaBucket, ArraysBucket} {
 		if _, err := b.KeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, Description: "Strata " + bucket}); err != nil {
 			return nil, err
 		}
@@ -223,20 +250,44 @@ func (r *Runtime) restore(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	var jobs []instance.Job
+	// A job array's tasks as submitted, then every job's own record,
+	// which supersedes its task's.
+	type loaded struct {
+		job  instance.Job
+		meta jobMeta
+	}
+	recs := map[instance.JobID]loaded{}
+	if err := r.loadAll(ctx, ArraysBucket, func(key string, data []byte) error {
+		tasks, metas, err := store.DecodeArray(key, data)
+		if err != nil {
+			return err
+		}
+		for i, t := range tasks {
+			recs[t.ID] = loaded{t, metas[i]}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
 	if err := r.loadAll(ctx, JobsBucket, func(key string, data []byte) error {
 		j, m, err := store.DecodeJob(key, data)
 		if err != nil {
 			return err
 		}
-		r.meta[j.ID] = &m
-		if m.Key != "" {
-			r.keys[j.Spec.User+"\x00"+m.Key] = j.ID
-		}
-		jobs = append(jobs, j)
+		recs[j.ID] = loaded{j, m}
 		return nil
 	}); err != nil {
 		return err
+	}
+	jobs := make([]instance.Job, 0, len(recs))
+	for _, id := range slices.Sorted(maps.Keys(recs)) {
+		rec := recs[id]
+		m := rec.meta
+		r.meta[id] = &m
+		if m.Key != "" {
+			r.keys[rec.job.Spec.User+"\x00"+m.Key] = id
+		}
+		jobs = append(jobs, rec.job)
 	}
 	if err := r.loadAll(ctx, MetaBucket, func(key string, data []byte) error {
 		if key != store.IDsKey {
@@ -468,9 +519,10 @@ func (r *Runtime) output() output {
 	}
 	if len(r.dirtyJobs) > 0 || len(r.dirtyResvs) > 0 || len(r.qp.recs) > 0 || len(r.qp.handouts) > 0 || r.idsDirty {
 		b := &batch{recs: make([]record, 0, len(r.dirtyJobs)+len(r.dirtyResvs)+len(r.qp.recs)), durable: make(chan struct{})}
+		inArray := r.arrayRecords(b)
 		for _, id := range r.dirtyJobs {
 			j, ok := r.in.Job(id)
-			if !ok {
+			if !ok || inArray[id] {
 				continue
 			}
 			var m jobMeta
@@ -658,11 +710,22 @@ func (r *Runtime) startJob(e instance.Effect) {
 		}
 		uriPath = e.ChildPath
 	}
-	base := make([]string, 0, len(m.Env))
+	base := make([]string, 0, len(m.Env)+1)
 	for _, k := range sortedEnv(m.Env) {
-		base = append(base, k+"="+m.Env[k])
+		if k != envNTasks && k != envArrayJob && k != envArrayTask && k != envArrayCount {
+			base = append(base, k+"="+m.Env[k])
+		}
 	}
-	vars := executor.PathVars{JobID: id, User: j.Spec.User, Name: j.Spec.Name}
+	if m.NTasks > 0 {
+		// The runtime starts one process per job: the job spreads its
+		// tasks itself, and reads how many from here.
+		base = append(base, envNTasks+"="+strconv.Itoa(m.NTasks))
+	}
+	vars := pathVars(j)
+	if a := j.Spec.Array; a.Job != 0 {
+		base = append(base, envArrayJob+"="+strconv.FormatInt(int64(a.Job), 10),
+			envArrayTask+"="+strconv.Itoa(a.Task), envArrayCount+"="+strconv.Itoa(a.Count))
+	}
 	t := &startTask{job: e.Job, spec: executor.Spec{
 		ID: id, Argv: m.Command, Dir: m.Cwd,
 		Env:    executor.JobEnv(base, r.b.URI(uriPath), id, hostlist.Format(e.Nodes), len(e.Nodes)),
@@ -958,6 +1021,11 @@ func (r *Runtime) apiJob(j instance.Job) api.Job {
 	}
 	if m := r.meta[j.ID]; m != nil {
 		out.Command, out.Cwd = m.Command, m.Cwd
+		out.NTasks, out.Nice = m.NTasks, m.Nice
+	}
+	out.Singleton = j.Spec.Singleton
+	if a := j.Spec.Array; a.Job != 0 {
+		out.ArrayJob, out.ArrayTask, out.ArrayCount, out.ArrayLimit = api.JobID(a.Job), a.Task, a.Count, a.Limit
 	}
 	out.Instance = j.Spec.Child
 	if j.Spec.Child && j.State == instance.Running {

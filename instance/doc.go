@@ -41,6 +41,12 @@
 // running job's walltime is extended or a reservation takes its nodes
 // (TestHeadPlanNeverLater checks it on random workloads).
 //
+// A pending job also waits for its dependencies (afterok, afterany,
+// afternotok on other jobs of the tree), for every earlier job of its user
+// and name when it is a singleton, and, when it is a task of a job array
+// with a limit (SubmitArray), until fewer than that many tasks of the
+// array run. Requeue puts a running or ended job back in the queue.
+//
 // Every pending job carries a Wait (why it is not running, as data: the
 // kind, the jobs, nodes, reservation or QPU backend in its way, until when,
 // its place in the queue), the same as a sentence in Reason, and, when it is

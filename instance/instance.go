@@ -3,6 +3,7 @@ package instance
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"syscall"
 
@@ -292,36 +293,10 @@ func (in *Instance) transition(now Time, j *Job, st State, reason string) {
 // when spec.Resv is set, in that reservation's instance). It returns the
 // job's ID. An invalid spec changes nothing.
 func (in *Instance) Submit(now Time, who Actor, path string, spec Spec) (JobID, error) {
-	target, ok := in.sh.insts[path]
-	if !ok {
-		return 0, fmt.Errorf("%w: no instance %s", ErrNotFound, path)
+	target, err := in.submitTarget(who, path, &spec)
+	if err != nil {
+		return 0, err
 	}
-	if spec.Resv != "" {
-		r, ok := in.sh.resvs[spec.Resv]
-		if !ok {
-			return 0, fmt.Errorf("%w: no reservation named %q; list them with 'strata resv list'", ErrNotFound, spec.Resv)
-		}
-		if r.child.parent != target && r.child != target {
-			return 0, fmt.Errorf("%w: reservation %q does not belong to instance %s", ErrInvalid, spec.Resv, path)
-		}
-		target = r.child
-	}
-	if target.ended {
-		return 0, fmt.Errorf("%w: instance %s has ended and takes no more jobs", ErrState, target.path)
-	}
-	if r := target.resv; r != nil && r.Maint {
-		return 0, maintRefusal(r)
-	}
-	if target.owner != "" && !who.Admin && who.User != target.owner {
-		return 0, fmt.Errorf("%w: instance %s belongs to %s's job; only they (and admins) may submit into it", ErrPermission, target.path, target.owner)
-	}
-	if r := target.resv; r != nil {
-		if !who.Admin && !r.hasUser(who.User) {
-			return 0, fmt.Errorf("%w: user %s is not on the access list of reservation %s; ask staff to add you (strata resv update %s --add-users %s)", ErrPermission, who.User, r.Name, r.Name, who.User)
-		}
-		spec.Resv = r.Name
-	}
-	spec.User = who.User
 	j, err := target.newJob(now, spec)
 	if err != nil {
 		return 0, err
@@ -331,28 +306,126 @@ func (in *Instance) Submit(now Time, who Actor, path string, spec Spec) (JobID, 
 	return j.ID, nil
 }
 
-// newJob validates and normalises spec into a job record, changing nothing.
+// MaxArrayTasks bounds the tasks of one job array.
+const MaxArrayTasks = 100000
+
+// SubmitArray queues a job array: one job of spec per task index of
+// tasks (distinct, at least 0, in the order given), with consecutive IDs;
+// the first ID is the array's, which it returns. At most limit tasks run
+// at once (0: no limit). All tasks are queued or, on an error, none.
+func (in *Instance) SubmitArray(now Time, who Actor, path string, spec Spec, tasks []int, limit int) (JobID, error) {
+	switch {
+	case len(tasks) == 0:
+		return 0, fmt.Errorf("%w: a job array needs at least one task", ErrInvalid)
+	case len(tasks) > MaxArrayTasks:
+		return 0, fmt.Errorf("%w: %d array tasks; at most %d in one array", ErrInvalid, len(tasks), MaxArrayTasks)
+	case limit < 0:
+		return 0, fmt.Errorf("%w: array limit %d is negative", ErrInvalid, limit)
+	}
+	seen := make(map[int]bool, len(tasks))
+	for _, t := range tasks {
+		if t < 0 || seen[t] {
+			return 0, fmt.Errorf("%w: array task %d is negative or listed twice", ErrInvalid, t)
+		}
+		seen[t] = true
+	}
+	target, err := in.submitTarget(who, path, &spec)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := target.newJobCheck(spec); err != nil {
+		return 0, err
+	}
+	jobs := make([]*Job, len(tasks))
+	for i, t := range tasks {
+		s := spec
+		s.Array = ArrayTask{Task: t, Count: len(tasks), Limit: limit}
+		if i > 0 {
+			s.Array.Job = jobs[0].ID
+		}
+		j, err := target.newJob(now, s)
+		if err != nil {
+			panic(fmt.Sprintf("instance: array task %d refused after its spec was accepted: %v", t, err))
+		}
+		if i == 0 {
+			j.Spec.Array.Job = j.ID
+		}
+		jobs[i] = j
+	}
+	for _, j := range jobs {
+		target.enqueue(now, j)
+	}
+	in.settle(now)
+	return jobs[0].ID, nil
+}
+
+// submitTarget returns the instance a submission to path with spec goes
+// to (a reservation's, when spec names one), checking that who may
+// submit there; it fills in spec's user and reservation.
+func (in *Instance) submitTarget(who Actor, path string, spec *Spec) (*Instance, error) {
+	target, ok := in.sh.insts[path]
+	if !ok {
+		return nil, fmt.Errorf("%w: no instance %s", ErrNotFound, path)
+	}
+	if spec.Resv != "" {
+		r, ok := in.sh.resvs[spec.Resv]
+		if !ok {
+			return nil, fmt.Errorf("%w: no reservation named %q; list them with 'strata resv list'", ErrNotFound, spec.Resv)
+		}
+		if r.child.parent != target && r.child != target {
+			return nil, fmt.Errorf("%w: reservation %q does not belong to instance %s", ErrInvalid, spec.Resv, path)
+		}
+		target = r.child
+	}
+	if target.ended {
+		return nil, fmt.Errorf("%w: instance %s has ended and takes no more jobs", ErrState, target.path)
+	}
+	if r := target.resv; r != nil && r.Maint {
+		return nil, maintRefusal(r)
+	}
+	if target.owner != "" && !who.Admin && who.User != target.owner {
+		return nil, fmt.Errorf("%w: instance %s belongs to %s's job; only they (and admins) may submit into it", ErrPermission, target.path, target.owner)
+	}
+	if r := target.resv; r != nil {
+		if !who.Admin && !r.hasUser(who.User) {
+			return nil, fmt.Errorf("%w: user %s is not on the access list of reservation %s; ask staff to add you (strata resv update %s --add-users %s)", ErrPermission, who.User, r.Name, r.Name, who.User)
+		}
+		spec.Resv = r.Name
+	}
+	spec.User = who.User
+	return target, nil
+}
+
+// newJob validates and normalises spec into a job record with the next ID.
 func (in *Instance) newJob(now Time, spec Spec) (*Job, error) {
+	spec, err := in.newJobCheck(spec)
+	if err != nil {
+		return nil, err
+	}
+	id := in.sh.nextID()
+	return &Job{ID: id, Path: in.path, Spec: spec, Submit: now, inst: in}, nil
+}
+
+// newJobCheck validates and normalises spec, changing nothing.
+func (in *Instance) newJobCheck(spec Spec) (Spec, error) {
 	if spec.User == "" {
-		return nil, fmt.Errorf("%w: job has no user", ErrInvalid)
+		return spec, fmt.Errorf("%w: job has no user", ErrInvalid)
 	}
 	if err := in.checkResources(&spec); err != nil {
-		return nil, err
+		return spec, err
 	}
 	for _, d := range spec.Deps {
 		if _, ok := in.sh.jobs[d.Job]; !ok {
-			return nil, fmt.Errorf("%w: dependency %s:%d names no known job", ErrInvalid, d.Kind, d.Job)
+			return spec, fmt.Errorf("%w: dependency %s:%d names no known job", ErrInvalid, d.Kind, d.Job)
 		}
 	}
 	if spec.Urgency == 0 {
 		spec.Urgency = DefaultUrgency
 	}
 	if spec.Urgency < 1 || spec.Urgency > 31 {
-		return nil, fmt.Errorf("%w: urgency %d is out of range; use 1 (lowest) to 31 (highest)", ErrInvalid, spec.Urgency)
+		return spec, fmt.Errorf("%w: urgency %d is out of range; use 1 (lowest) to 31 (highest)", ErrInvalid, spec.Urgency)
 	}
-	id := in.sh.nextID()
-	j := &Job{ID: id, Path: in.path, Spec: spec, Submit: now, inst: in}
-	return j, nil
+	return spec, nil
 }
 
 // LastID is the highest job ID this instance's tree has handed out.
@@ -448,6 +521,15 @@ func (in *Instance) dequeueJob(j *Job) {
 
 // enqueue adds a new or requeued job to the pending queue.
 func (in *Instance) enqueue(now Time, j *Job) {
+	reason := "submitted"
+	if j.Requeues > 0 {
+		reason = "requeued"
+	}
+	in.enqueueWhy(now, j, reason)
+}
+
+// enqueueWhy is enqueue, with the reason its history gives.
+func (in *Instance) enqueueWhy(now Time, j *Job, reason string) {
 	in.sh.jobs[j.ID] = j
 	j.Start, j.End, j.PlannedStart = 0, 0, 0
 	j.Nodes, j.nodeSet = nil, timeline.NodeSet{}
@@ -455,10 +537,6 @@ func (in *Instance) enqueue(now Time, j *Job) {
 	j.blockedBy = ""
 	for _, d := range j.Spec.Deps {
 		in.sh.deps[d.Job] = append(in.sh.deps[d.Job], j.ID)
-	}
-	reason := "submitted"
-	if j.Requeues > 0 {
-		reason = "requeued"
 	}
 	in.transition(now, j, Pending, reason)
 	if j.Spec.Begin > now {
@@ -502,7 +580,30 @@ func (in *Instance) depState(j *Job) (string, bool) {
 			}
 		}
 	}
+	if j.Spec.Singleton {
+		if o := in.sh.singletonAhead(j); o != nil {
+			// Woken by jobEnded when o ends, to look for the next one.
+			if w := in.sh.deps[o.ID]; !slices.Contains(w, j.ID) {
+				in.sh.deps[o.ID] = append(w, j.ID)
+			}
+			return fmt.Sprintf("waiting for job %d to end (singleton: same name %q and user)", o.ID, j.Spec.Name), false
+		}
+	}
 	return "", false
+}
+
+// singletonAhead returns the job of the smallest ID among those with j's
+// user and name, a smaller ID than j's, that have not ended; nil if none.
+// It scans the tree's jobs: singleton jobs are few, and it runs only when
+// one is queued or a job it waits for ends.
+func (sh *shared) singletonAhead(j *Job) *Job {
+	var ahead *Job
+	for id, o := range sh.jobs {
+		if id < j.ID && !o.State.Final() && o.Spec.User == j.Spec.User && o.Spec.Name == j.Spec.Name && (ahead == nil || id < ahead.ID) {
+			ahead = o
+		}
+	}
+	return ahead
 }
 
 // Cancel cancels job id: a pending job ends at once; a running one is sent
@@ -522,6 +623,41 @@ func (in *Instance) Cancel(now Time, who Actor, id JobID) error {
 		j.inst.terminate(now, j)
 	default:
 		return fmt.Errorf("%w: job %d already ended (%s)", ErrState, id, j.State)
+	}
+	in.settle(now)
+	return nil
+}
+
+// Requeue puts job id back in the queue, as Slurm's scontrol requeue: a
+// running job is sent SIGTERM (SIGKILL after the grace period) and queued
+// again once it has exited, a job that has ended is queued again now. The
+// job keeps its ID and spec; its history says who requeued it. Owners and
+// admins may requeue; a pending job, or one whose instance has ended, is
+// an ErrState.
+func (in *Instance) Requeue(now Time, who Actor, id JobID) error {
+	j, err := in.owned(who, id, "requeue")
+	if err != nil {
+		return err
+	}
+	o := j.inst
+	switch {
+	case o.ended:
+		return fmt.Errorf("%w: job %d cannot be requeued: its instance %s has ended", ErrState, id, o.path)
+	case j.State == Pending:
+		return fmt.Errorf("%w: job %d is pending already", ErrState, id)
+	case j.State == Running:
+		if j.Term.Requeue {
+			return fmt.Errorf("%w: job %d is being requeued already", ErrState, id)
+		}
+		j.Term.Requeue = true
+		j.Term.EndState, j.Term.EndReason = Killed, "requeued by "+who.User
+		j.Term.KillResv, j.Term.KillAt = "", 0
+		j.Events = append(j.Events, Event{Time: now, State: Running, Reason: "requeue asked by " + who.User + ": terminating"})
+		in.sh.changed(j)
+		o.terminate(now, j)
+	default:
+		j.Requeues++
+		o.enqueueWhy(now, j, "requeued by "+who.User)
 	}
 	in.settle(now)
 	return nil
@@ -639,7 +775,7 @@ func (in *Instance) Exited(now Time, id JobID, e Exit) error {
 		r.NodeSecs += int64(len(j.Nodes)) * int64(now-j.Start)
 		in.sh.changedResv(r.Name)
 	}
-	if st == Killed && (j.Spec.Requeue || o.requeueKilled(j)) && !o.ended {
+	if (j.Term.Requeue || st == Killed && (j.Spec.Requeue || o.requeueKilled(j))) && !o.ended {
 		j.Requeues++
 		o.enqueue(now, j)
 	} else {

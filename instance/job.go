@@ -90,6 +90,23 @@ type Spec struct {
 	Requeue  bool // requeue when killed by a reservation or lost
 	Urgency  int  // 0..31, default 16; higher runs first
 	Child    bool // the job is a child instance (batch, alloc)
+	// Singleton: the job starts only once no job of the tree with the
+	// same user and name and a smaller ID is pending or running (Slurm's
+	// --dependency=singleton); later ones wait, in ID order.
+	Singleton bool
+	// Array is set on the tasks of a job array (SubmitArray).
+	Array ArrayTask
+}
+
+// ArrayTask places a job in a job array: one submission that made many
+// jobs alike but for their task index. Job is the array's ID, the ID of
+// its first task; at most Limit tasks of the array run at once (0: no
+// limit).
+type ArrayTask struct {
+	Job   JobID `json:",omitempty"`
+	Task  int   `json:",omitempty"`
+	Count int   `json:",omitempty"` // tasks in the array
+	Limit int   `json:",omitempty"`
 }
 
 // DefaultUrgency is the urgency of a job that does not say.
@@ -112,6 +129,7 @@ type Termination struct {
 	KillResv  string // the reservation that will kill it at KillAt
 	KillAt    Time
 	Grace     Duration // SIGTERM to SIGKILL, when not the instance's
+	Requeue   bool     // go back to the queue once ended (Instance.Requeue)
 }
 
 // Job is a job's record. The instance owns it; callers get copies from Job

@@ -21,6 +21,7 @@ const (
 	waitPlanned                   // has a planned start
 	waitResources                 // no planned start: beyond the policy's depth
 	waitNoFit                     // cannot be placed at all (waitErr says why)
+	waitArray                     // its array runs as many tasks as its limit allows
 )
 
 // pendingReason is the sentence for a pending job's wait w. It says what
@@ -33,6 +34,8 @@ func (in *Instance) pendingReason(j *Job, w *Wait) string {
 		return j.blockedBy
 	case WaitBegin:
 		return "waiting for its begin time, " + fmtTime(w.Until)
+	case WaitArray:
+		return fmt.Sprintf("array job %d runs %d tasks already, its limit (%%%d)", j.Spec.Array.Job, j.Spec.Array.Limit, j.Spec.Array.Limit)
 	case WaitOrder:
 		return "waiting for the jobs ahead of it (fcfs)"
 	case WaitNodes, WaitQPU:

@@ -138,6 +138,10 @@ func (in *Instance) consider(now Time, j *Job, w *walk) {
 		in.unplan(j)
 		j.wait = waitBegin
 		return
+	case j.Spec.Array.Limit > 0 && in.arrayRunning(j.Spec.Array.Job) >= j.Spec.Array.Limit:
+		in.unplan(j)
+		j.wait = waitArray
+		return
 	case w.blocked && !pol.Backfill:
 		in.unplan(j)
 		j.wait = waitFCFS
@@ -508,4 +512,17 @@ func (in *Instance) names(s timeline.NodeSet) []string {
 		return true
 	})
 	return out
+}
+
+// arrayRunning counts the running tasks of array job a in this instance.
+// It scans the running jobs, which are at most one per node (and QPU
+// slot), only for the tasks of arrays with a limit.
+func (in *Instance) arrayRunning(a JobID) int {
+	n := 0
+	for _, r := range in.run {
+		if r.Spec.Array.Job == a {
+			n++
+		}
+	}
+	return n
 }

@@ -20,9 +20,10 @@ const (
 	WaitQPU                         // planned: QPU slots of Wait.Backend are in use until Wait.Until (by Wait.Jobs)
 	WaitReservation                 // planned at the start (Wait.Until) of its reservation Wait.Resv
 	WaitNoFit                       // cannot be placed at all (the Reason says why)
+	WaitArray                       // its job array runs as many tasks as its limit allows
 )
 
-var waitNames = [...]string{"none", "hold", "dependency", "begin", "order", "priority", "nodes", "qpu", "reservation", "nofit"}
+var waitNames = [...]string{"none", "hold", "dependency", "begin", "order", "priority", "nodes", "qpu", "reservation", "nofit", "array"}
 
 // String returns the kind as the API writes it: "hold", "nodes", ...
 func (k WaitKind) String() string {
@@ -111,6 +112,8 @@ func (in *Instance) waitFor(j *Job, p place) *Wait {
 		slices.Sort(w.Jobs)
 	case waitBegin:
 		w.Kind, w.Until = WaitBegin, j.Spec.Begin
+	case waitArray:
+		w.Kind = WaitArray
 	case waitFCFS:
 		w.Kind, w.Jobs = WaitOrder, sortedIDs(p.ahead)
 	case waitResources:

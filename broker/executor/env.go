@@ -49,11 +49,16 @@ type PathVars struct {
 	JobID string // %j
 	User  string // %u
 	Name  string // %x, the job name
+	// ArrayJob and ArrayTask are %A and %a, for the tasks of a job
+	// array; for other jobs %A is the job ID and %a is "4294967294",
+	// as Slurm writes them.
+	ArrayJob, ArrayTask string
 }
 
 // ExpandPath turns an output file template, as given to submit's -o and -e,
 // into a path, as Slurm does: "%j" becomes the job ID, "%u" the user name,
-// "%x" the job name and "%%" a single '%'; any other '%' sequence is kept as
+// "%x" the job name, "%A" and "%a" the array job and task (see PathVars)
+// and "%%" a single '%'; any other '%' sequence is kept as
 // written. A relative result is made absolute against dir, the job's working
 // directory. An empty template expands to "" (the caller picks a default,
 // such as DefaultStdout).
@@ -75,6 +80,18 @@ func ExpandPath(tmpl, dir string, v PathVars) string {
 			b.WriteString(v.User)
 		case 'x':
 			b.WriteString(v.Name)
+		case 'A':
+			if v.ArrayJob == "" {
+				b.WriteString(v.JobID)
+			} else {
+				b.WriteString(v.ArrayJob)
+			}
+		case 'a':
+			if v.ArrayTask == "" {
+				b.WriteString("4294967294")
+			} else {
+				b.WriteString(v.ArrayTask)
+			}
 		case '%':
 			b.WriteByte('%')
 		default:

@@ -33,7 +33,9 @@ type Meta struct {
 	Stdout  string            `json:"stdout,omitempty"`
 	Stderr  string            `json:"stderr,omitempty"`
 	Exec    *executor.Record  `json:"exec,omitempty"`
-	Key     string            `json:"key,omitempty"` // the submission's idempotency key
+	Key     string            `json:"key,omitempty"`    // the submission's idempotency key
+	NTasks  int               `json:"ntasks,omitempty"` // submit -n: exported as STRATA_NTASKS
+	Nice    int               `json:"nice,omitempty"`   // submit --nice, as given
 }
 
 // Job is a job as persisted (version 2).
@@ -72,6 +74,18 @@ type JobSpec struct {
 	Requeue  bool           `json:"requeue,omitempty"`
 	Urgency  int            `json:"urgency"`
 	Child    bool           `json:"instance,omitempty"`
+	// Singleton and Array were added in version 2 without a version
+	// change: absent, they read as a plain job, as every older one is.
+	Singleton bool       `json:"singleton,omitempty"`
+	Array     *ArrayTask `json:"array,omitempty"`
+}
+
+// ArrayTask places a job in a job array (instance.ArrayTask).
+type ArrayTask struct {
+	Job   int64 `json:"job"`
+	Task  int   `json:"task"`
+	Count int   `json:"count"`
+	Limit int   `json:"limit,omitempty"`
 }
 
 // Dep is a dependency on another job.
@@ -96,6 +110,7 @@ type JobTerm struct {
 	KillResv  string `json:"kill_resv,omitempty"`
 	KillAt    int64  `json:"kill_at,omitempty"`
 	Grace     int64  `json:"grace_s,omitempty"`
+	Requeue   bool   `json:"requeue,omitempty"` // queue it again once ended (strata job requeue)
 }
 
 var depKinds = []instance.DepKind{instance.AfterOK, instance.AfterAny, instance.AfterNotOK}
@@ -107,11 +122,14 @@ func FromJob(j instance.Job, m Meta) Job {
 		Spec: JobSpec{
 			User: j.Spec.User, Name: j.Spec.Name, Nodes: j.Spec.Nodes, Walltime: int64(j.Spec.Walltime),
 			Slots: j.Spec.Slots, Resv: j.Spec.Resv, Begin: int64(j.Spec.Begin), Hold: j.Spec.Hold,
-			Requeue: j.Spec.Requeue, Urgency: j.Spec.Urgency, Child: j.Spec.Child,
+			Requeue: j.Spec.Requeue, Urgency: j.Spec.Urgency, Child: j.Spec.Child, Singleton: j.Spec.Singleton,
 		},
 		State: j.State.String(), Reason: j.Reason,
 		Submit: int64(j.Submit), Start: int64(j.Start), End: int64(j.End), PlannedStart: int64(j.PlannedStart),
 		ExitCode: j.ExitCode, Signal: j.Signal, Requeues: j.Requeues, Meta: m,
+	}
+	if a := j.Spec.Array; a != (instance.ArrayTask{}) {
+		r.Spec.Array = &ArrayTask{Job: int64(a.Job), Task: a.Task, Count: a.Count, Limit: a.Limit}
 	}
 	if len(j.Spec.NodeList) > 0 {
 		r.Spec.NodeList = hostlist.Format(j.Spec.NodeList)
@@ -127,7 +145,7 @@ func FromJob(j instance.Job, m Meta) Job {
 	}
 	if t := j.Term; t != (instance.Termination{}) {
 		r.Term = &JobTerm{Deadline: int64(t.Deadline), TermSent: t.TermSent, EndReason: t.EndReason,
-			KillResv: t.KillResv, KillAt: int64(t.KillAt), Grace: int64(t.Grace)}
+			KillResv: t.KillResv, KillAt: int64(t.KillAt), Grace: int64(t.Grace), Requeue: t.Requeue}
 		if t.EndState != 0 {
 			r.Term.EndState = t.EndState.String()
 		}
@@ -142,10 +160,13 @@ func (r Job) Core() (instance.Job, Meta, error) {
 		Spec: instance.Spec{
 			User: r.Spec.User, Name: r.Spec.Name, Nodes: r.Spec.Nodes, Walltime: instance.Duration(r.Spec.Walltime),
 			Slots: r.Spec.Slots, Resv: r.Spec.Resv, Begin: instance.Time(r.Spec.Begin), Hold: r.Spec.Hold,
-			Requeue: r.Spec.Requeue, Urgency: r.Spec.Urgency, Child: r.Spec.Child,
+			Requeue: r.Spec.Requeue, Urgency: r.Spec.Urgency, Child: r.Spec.Child, Singleton: r.Spec.Singleton,
 		},
 		Reason: r.Reason, Submit: instance.Time(r.Submit), Start: instance.Time(r.Start), End: instance.Time(r.End),
 		PlannedStart: instance.Time(r.PlannedStart), ExitCode: r.ExitCode, Signal: r.Signal, Requeues: r.Requeues,
+	}
+	if a := r.Spec.Array; a != nil {
+		j.Spec.Array = instance.ArrayTask{Job: instance.JobID(a.Job), Task: a.Task, Count: a.Count, Limit: a.Limit}
 	}
 	var err error
 	if r.ID <= 0 {
@@ -183,7 +204,7 @@ func (r Job) Core() (instance.Job, Meta, error) {
 	}
 	if t := r.Term; t != nil {
 		j.Term = instance.Termination{Deadline: instance.Time(t.Deadline), TermSent: t.TermSent, EndReason: t.EndReason,
-			KillResv: t.KillResv, KillAt: instance.Time(t.KillAt), Grace: instance.Duration(t.Grace)}
+			KillResv: t.KillResv, KillAt: instance.Time(t.KillAt), Grace: instance.Duration(t.Grace), Requeue: t.Requeue}
 		if t.EndState != "" {
 			if j.Term.EndState, err = instance.ParseState(t.EndState); err != nil {
 				return j, r.Meta, fmt.Errorf("term.end_state: %w", err)

@@ -77,6 +77,9 @@ func (s jobSpec) batchRequest(now time.Time, cwd string, environ []string) (api.
 		if err != nil {
 			return api.SubmitRequest{}, usageErr(err)
 		}
+		if s.Chdir != "" && strings.Contains(prog, "/") {
+			prog = jobDir(cwd, prog) // found here, run from the job's directory
+		}
 		s.Command[0] = prog
 	}
 	r, err := s.request(now, cwd, environ)
@@ -94,6 +97,9 @@ func runBatch(c *cli.Context) error {
 	cwd, err := os.Getwd()
 	if err != nil {
 		return fmt.Errorf("cannot tell the working directory to run the job in: %w", err)
+	}
+	if err := applyDirectives(c, cwd); err != nil {
+		return err
 	}
 	req, err := readJobSpec(c).batchRequest(time.Now(), cwd, os.Environ())
 	if err != nil {
@@ -141,6 +147,9 @@ func allocCommand() *cli.Command {
 // otherwise. It returns the command to run here: the arguments, else
 // shell.
 func (s jobSpec) allocRequest(now time.Time, cwd string, environ []string, shell string) (api.SubmitRequest, []string, error) {
+	if s.Array != "" {
+		return api.SubmitRequest{}, nil, flagErr("-a/--array", fmt.Errorf("alloc makes one allocation: submit job arrays with 'strata submit --array' or 'strata batch --array'"))
+	}
 	local := s.Command
 	if len(local) == 0 {
 		local = []string{shell}

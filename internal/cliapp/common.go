@@ -33,6 +33,7 @@ func userCommands() []*cli.Command {
 		jobCommand(),
 		cancelCommand(),
 		waitCommand(),
+		attachCommand(),
 		resourceCommand(),
 		uriCommand(),
 		userCommand(),
@@ -283,7 +284,7 @@ func isCode(err error, code api.Code) bool {
 // front of their arguments before the app parses them. submit and run are
 // not listed: what follows their first argument is the job's command line.
 var interspersed = map[string]bool{
-	"jobs": true, "job show": true, "job why": true, "job update": true, "cancel": true, "wait": true,
+	"jobs": true, "job show": true, "job why": true, "job update": true, "job requeue": true, "attach": true, "cancel": true, "wait": true,
 	"resource list": true, "uri": true, "user add": true, "user list": true, "whoami": true,
 }
 

@@ -22,11 +22,13 @@ func jobsCommand() *cli.Command {
 		Description: "Lists your jobs that have not ended. -a adds ended jobs; -u lists another user's\n" +
 			"jobs ('*' for everyone's; admins only); --state keeps the states listed (naming an\n" +
 			"ended state implies -a). NODES is the job's nodes once it has them, else how many\n" +
-			"it asks for; TIME is how long it has run.",
+			"it asks for; TIME is how long it has run. A job array's tasks show as ARRAY_TASK\n" +
+			"(12_7); its pending ones share one line (12_[8-1000%50]) unless -r is given.",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "all", Aliases: []string{"a"}, Usage: "include jobs that have ended"},
 			&cli.StringFlag{Name: "user", Aliases: []string{"u"}, Usage: "list this user's jobs ('*': every user's)"},
 			&cli.StringFlag{Name: "state", Usage: "only jobs in these states: " + stateList()},
+			&cli.BoolFlag{Name: "array", Aliases: []string{"r"}, Usage: "a line for each pending task of a job array (default: one line per array)"},
 			jsonFlag(),
 		},
 		Action: runJobs,
@@ -63,19 +65,28 @@ func runJobs(c *cli.Context) error {
 	}
 	return show(c, api.OpJobs, req,
 		func(rep *api.JobsReply) any { return nonNil(rep.Jobs) },
-		func(w io.Writer, rep *api.JobsReply) error { printJobs(w, rep.Jobs, time.Now()); return nil })
+		func(w io.Writer, rep *api.JobsReply) error {
+			printJobRows(w, jobRows(rep.Jobs, c.Bool("array")), time.Now())
+			return nil
+		})
 }
 
-// printJobs writes the jobs table.
+// printJobs writes the jobs table, a line per job.
 func printJobs(w io.Writer, jobs []api.Job, now time.Time) {
+	printJobRows(w, jobRows(jobs, true), now)
+}
+
+// printJobRows writes the jobs table.
+func printJobRows(w io.Writer, rows []jobRow, now time.Time) {
 	tw := newTable(w)
 	fmt.Fprintln(tw, "ID\tUSER\tNAME\tSTATE\tNODES\tTIME\tREASON")
-	for _, j := range jobs {
+	for _, r := range rows {
+		j := r.job
 		nodes := j.Nodes
 		if nodes == "" {
 			nodes = strconv.Itoa(j.NNodes)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, cell(j.User), cell(j.Name), j.State, nodes, runTime(j, now), cell(j.Reason))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.label, cell(j.User), cell(j.Name), j.State, nodes, runTime(j, now), cell(j.Reason))
 	}
 	tw.Flush()
 }
@@ -147,6 +158,7 @@ func jobCommand() *cli.Command {
 				},
 				Action: runJobUpdate,
 			},
+			requeueCommand(),
 		},
 	}
 }
@@ -216,6 +228,23 @@ func printJob(w io.Writer, j api.Job) {
 		{"begin_time", ts(j.BeginTime)},
 		{"dependencies", cell(strings.Join(deps, ","))},
 		{"uri", cell(j.URI)},
+	}
+	// Fields most jobs leave unset are shown only when set.
+	if j.ArrayJob != 0 {
+		lim := "none"
+		if j.ArrayLimit > 0 {
+			lim = strconv.Itoa(j.ArrayLimit)
+		}
+		rows = append(rows, [2]string{"array", fmt.Sprintf("%d_%d (task %d of array %d: %d tasks, at most %s at once)", j.ArrayJob, j.ArrayTask, j.ArrayTask, j.ArrayJob, j.ArrayCount, lim)})
+	}
+	if j.NTasks > 0 {
+		rows = append(rows, [2]string{"ntasks", strconv.Itoa(j.NTasks)})
+	}
+	if j.Nice != 0 {
+		rows = append(rows, [2]string{"nice", strconv.Itoa(j.Nice)})
+	}
+	if j.Singleton {
+		rows = append(rows, [2]string{"singleton", "true"})
 	}
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s:\t%s\n", r[0], r[1])
@@ -336,24 +365,44 @@ func cancelCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "cancel",
 		Usage:     "cancel jobs: take pending ones off the queue, end running ones",
-		UsageText: "strata cancel ID...",
-		Action:    runCancel,
+		UsageText: "strata cancel ID|ARRAY_TASK...",
+		Description: "Cancels each job named. The ID of a job array cancels every task of it that has\n" +
+			"not ended; ARRAY_TASK (12_7) cancels one task.",
+		Action: runCancel,
 	}
 }
 
 func runCancel(c *cli.Context) error {
-	ids, err := jobIDArgs(c)
-	if err != nil {
-		return err
+	if c.NArg() == 0 {
+		return usageErr(fmt.Errorf("'%s' needs at least one job ID", cmdName(c)))
+	}
+	type target struct {
+		id   api.JobID
+		task *int
+	}
+	var ts []target
+	for _, a := range c.Args().Slice() {
+		id, task, err := parseJobTarget(a)
+		if err != nil {
+			return usageErr(err)
+		}
+		ts = append(ts, target{id, task})
 	}
 	cl, err := dial(c)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	return eachJob(c, ids, func(id api.JobID) error {
-		return call(c, cl, api.OpCancel, api.CancelRequest{ID: id}, nil)
-	})
+	var last error
+	for _, t := range ts {
+		if err := call(c, cl, api.OpCancel, api.CancelRequest{ID: t.id, Task: t.task}, nil); err != nil {
+			if last != nil {
+				fmt.Fprintln(c.App.ErrWriter, "strata:", last)
+			}
+			last = err
+		}
+	}
+	return last
 }
 
 // eachJob calls f for every ID, printing all errors but the last, which it

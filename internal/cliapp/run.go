@@ -56,6 +56,9 @@ func runRun(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if req.Array != nil {
+		return flagErr("-a/--array", fmt.Errorf("run follows one job: submit job arrays with 'strata submit --array'"))
+	}
 	cl, err := dial(c)
 	if err != nil {
 		return err

@@ -38,6 +38,13 @@ func jobFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "qpu", Usage: "QPU slots, NAME:SLOTS (repeatable, or comma-separated)"},
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "stdout file template (%j job ID, %u user, %x name; default strata-%j.out in the working directory)"},
 		&cli.StringFlag{Name: "error", Aliases: []string{"e"}, Usage: "stderr file template (default strata-%j.err in the working directory)"},
+		&cli.IntFlag{Name: "ntasks", Aliases: []string{"n"}, Usage: "tasks the job runs: recorded, and exported to it as STRATA_NTASKS (the job starts them)"},
+		&cli.StringFlag{Name: "chdir", Aliases: []string{"D"}, Usage: "the job's working directory (default: the current one)"},
+		&cli.StringFlag{Name: "export", Usage: "environment to pass: ALL (default), NONE, or a comma list of NAME and NAME=VALUE (with ALL: added to all)"},
+		&cli.IntFlag{Name: "nice", Usage: "lower the job's priority by N (1-15 make a difference); a negative N raises it (admins only)"},
+		&cli.StringFlag{Name: "dependency", Aliases: []string{"d"}, Usage: "Slurm's syntax: afterok:ID[:ID...], afterany:..., afternotok:..., singleton; comma-separated, all must hold"},
+		&cli.StringFlag{Name: "array", Aliases: []string{"a"}, Usage: "a job array: task indexes as 1-1000, 1,3,5-9:2, with %N to run at most N at once; each task gets STRATA_ARRAY_TASK_ID, and %A/%a in -o/-e"},
+		&cli.BoolFlag{Name: "verbose", Usage: "say which script directives the command line overrode"},
 	}
 }
 
@@ -49,6 +56,9 @@ type jobSpec struct {
 	AfterOK, AfterAny, AfterNo string
 	QPU                        []string
 	Output, Error              string
+	NTasks, Nice               int
+	Chdir, Export, Dependency  string
+	Array                      string
 	Command                    []string
 }
 
@@ -58,6 +68,8 @@ func readJobSpec(c *cli.Context) jobSpec {
 		Begin: c.String("begin"), Hold: c.Bool("hold"), Requeue: c.Bool("requeue"),
 		AfterOK: c.String("afterok"), AfterAny: c.String("afterany"), AfterNo: c.String("afternotok"),
 		QPU: c.StringSlice("qpu"), Output: c.String("output"), Error: c.String("error"),
+		NTasks: c.Int("ntasks"), Nice: c.Int("nice"), Chdir: c.String("chdir"), Export: c.String("export"),
+		Dependency: c.String("dependency"), Array: c.String("array"),
 		Command: c.Args().Slice(),
 	}
 }
@@ -69,7 +81,8 @@ func readJobSpec(c *cli.Context) jobSpec {
 func (s jobSpec) request(now time.Time, cwd string, environ []string) (api.SubmitRequest, error) {
 	r := api.SubmitRequest{
 		Nodes: s.Nodes, Name: s.Name, Resv: s.Resv, Hold: s.Hold, Requeue: s.Requeue,
-		Command: s.Command, Cwd: cwd, Stdout: s.Output, Stderr: s.Error,
+		Command: s.Command, Cwd: jobDir(cwd, s.Chdir), Stdout: s.Output, Stderr: s.Error,
+		NTasks: s.NTasks, Nice: s.Nice,
 	}
 	if len(s.Command) == 0 || s.Command[0] == "" {
 		return r, usageErr(fmt.Errorf("no command: give the program to run and its arguments after the flags, as in 'strata submit -N 2 -- ./sim input.dat'"))
@@ -108,6 +121,32 @@ func (s jobSpec) request(now time.Time, cwd string, environ []string) (api.Submi
 			return r, flagErr(d.flag, err)
 		}
 	}
+	if s.Dependency != "" {
+		d, err := parseDependency(s.Dependency)
+		if err != nil {
+			return r, flagErr("-d/--dependency", err)
+		}
+		r.AfterOK = append(r.AfterOK, d.AfterOK...)
+		r.AfterAny = append(r.AfterAny, d.AfterAny...)
+		r.AfterNotOK = append(r.AfterNotOK, d.AfterNotOK...)
+		r.Singleton = d.Singleton
+	}
+	if s.Array != "" {
+		tasks, limit, err := parseArray(s.Array)
+		if err != nil {
+			return r, flagErr("-a/--array", err)
+		}
+		r.Array = &api.ArraySpec{Tasks: tasks, Limit: limit}
+	}
+	if s.NTasks < 0 {
+		return r, flagErr("-n/--ntasks", fmt.Errorf("%d: give a whole number of tasks from 1", s.NTasks))
+	}
+	if s.Nice < -api.MaxNice || s.Nice > api.MaxNice {
+		return r, flagErr("--nice", fmt.Errorf("%d is out of range: give %d to %d (positive lowers the priority)", s.Nice, -api.MaxNice, api.MaxNice))
+	}
+	if strings.ContainsRune(s.Chdir, 0) {
+		return r, flagErr("-D/--chdir", fmt.Errorf("the directory name contains a NUL byte"))
+	}
 	if r.QPU, err = parseQPUSlots(s.QPU); err != nil {
 		return r, flagErr("--qpu", err)
 	}
@@ -116,7 +155,9 @@ func (s jobSpec) request(now time.Time, cwd string, environ []string) (api.Submi
 			return r, flagErr(f.flag, fmt.Errorf("the file name contains a NUL byte"))
 		}
 	}
-	r.Env = environMap(environ)
+	if r.Env, err = exportEnv(s.Export, environMap(environ)); err != nil {
+		return r, flagErr("--export", err)
+	}
 	if err := r.Validate(); err != nil {
 		return r, usageErr(err)
 	}
@@ -154,7 +195,30 @@ func submitRequest(c *cli.Context) (api.SubmitRequest, error) {
 	if err != nil {
 		return api.SubmitRequest{}, fmt.Errorf("cannot tell the working directory to run the job in: %w", err)
 	}
-	return readJobSpec(c).request(time.Now(), cwd, os.Environ())
+	if c.Command.Name == "submit" { // run, as srun, reads no directives
+		if err := applyDirectives(c, cwd); err != nil {
+			return api.SubmitRequest{}, err
+		}
+	}
+	s := readJobSpec(c)
+	if s.Chdir != "" && len(s.Command) > 0 && scriptFile(s.Command[0], cwd) != "" {
+		// The script is where it was named, whatever the job's directory.
+		s.Command = append([]string(nil), s.Command...)
+		s.Command[0] = jobDir(cwd, s.Command[0])
+	}
+	return s.request(time.Now(), cwd, os.Environ())
+}
+
+// jobDir is the job's working directory: dir, made absolute against cwd;
+// cwd itself when dir is empty.
+func jobDir(cwd, dir string) string {
+	if dir == "" {
+		return cwd
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(cwd, dir)
+	}
+	return filepath.Clean(dir)
 }
 
 func submitCommand() *cli.Command {

@@ -1,0 +1,61 @@
+package instance
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestSingleton: a singleton job waits while an earlier job of the same
+// user and name is pending or running, whatever the free nodes; other
+// names and other users do not hold it back, and same-name jobs start one
+// after another, in ID order.
+func TestSingleton(t *testing.T) {
+	in, err := New(Config{Nodes: names("n", 4)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice, bob := Actor{User: "alice"}, Actor{User: "bob"}
+	submit := func(who Actor, name string, single bool) JobID {
+		t.Helper()
+		id, err := in.Submit(0, who, "root", Spec{Nodes: 1, Walltime: 100, Name: name, Singleton: single})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	state := func(id JobID) State {
+		j, _ := in.Job(id)
+		return j.State
+	}
+	a1 := submit(alice, "sim", false)
+	a2 := submit(alice, "sim", true)
+	a3 := submit(alice, "sim", true)
+	other := submit(alice, "post", true)
+	b1 := submit(bob, "sim", true)
+	for _, c := range []struct {
+		id   JobID
+		want State
+	}{{a1, Running}, {a2, Pending}, {a3, Pending}, {other, Running}, {b1, Running}} {
+		if got := state(c.id); got != c.want {
+			t.Errorf("job %d: %s, want %s", c.id, got, c.want)
+		}
+	}
+	if j, _ := in.Job(a2); !strings.Contains(j.Reason, "singleton") || !strings.Contains(j.Reason, "job 1") {
+		t.Errorf("job %d waits because %q; want it to name job %d and singleton", a2, j.Reason, a1)
+	}
+	if err := in.Exited(5, a1, Exit{Code: 1, BeforeWalltime: true}); err != nil {
+		t.Fatal(err)
+	}
+	if state(a2) != Running || state(a3) != Pending {
+		t.Errorf("after job %d failed: %d %s, %d %s; want the next singleton running and the last pending", a1, a2, state(a2), a3, state(a3))
+	}
+	if err := in.Cancel(6, alice, a2); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Exited(7, a2, Exit{Signal: "SIGTERM"}); err != nil {
+		t.Fatal(err)
+	}
+	if state(a3) != Running {
+		t.Errorf("after job %d was cancelled: job %d %s, want running", a2, a3, state(a3))
+	}
+}
