@@ -26,5 +26,5 @@ func (b *Broker) explainStoreError(err error) error {
 	if free >= lowDiskBytes {
 		return err
 	}
-	return fmt.Errorf("the disk holding %s is full (%d KiB free): free space on it; the broker resumes by itself (%v)", dir, free>>10, err)
+	return fmt.Errorf("the disk holding %s is full (%d KiB free): free space on it; the broker writes the held changes again, and if the store still refuses them once space is back, restart the broker (%v)", dir, free>>10, err)
 }
