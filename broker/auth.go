@@ -36,9 +36,14 @@ const (
 
 	accountName = "STRATA"
 	brokerName  = "strata-broker"
-	// brokerInbox is the inbox prefix of the broker's own connection. It does
-	// not start with "_INBOX", so no user or admin permission covers it.
+	// brokerInbox is the inbox prefix of the broker's serving connection.
+	// It does not start with "_INBOX", so no user or admin permission
+	// covers it.
 	brokerInbox = "_STRATA_INBOX"
+	// storeInbox is the inbox prefix of the broker's store connection, on
+	// which JetStream answers it. The serving connection may not publish
+	// there, so no request can forge a JetStream reply.
+	storeInbox = "_STRATA_STORE"
 	// adminInbox is the default inbox that tools like the nats CLI use;
 	// admins may subscribe to it so that `nats micro ls` works.
 	adminInbox = "_INBOX"
@@ -164,8 +169,35 @@ type grant struct {
 	role  api.Role
 	name  string
 	admin bool // users only: may also publish $SRV.> and read _INBOX.>
-	full  bool // the broker itself: no restrictions
+	full  bool // the broker's store connection: no restrictions
+	serve bool // the broker's serving connection: see servePubDeny
 }
+
+// servePubDeny is what the broker's serving connection may not publish to.
+// That connection receives every request and answers on the request's
+// reply subject, which the sender chooses, also in the micro framework's
+// own $SRV.PING, INFO and STATS handlers that Strata cannot filter. So it
+// may not publish into JetStream ($JS, $KV, $O: the buckets), the system
+// and micro APIs, any Strata request or executor subject (a reply there
+// would be a request in another user's name), or the store connection's
+// inbox.
+//
+// It is a deny list because NATS permissions match whole tokens: the user
+// inboxes _INBOX_alice, _INBOX_bob... have no common pattern to allow. The
+// server's allow_responses (ResponsePermission) does not help either: a
+// subject allowed as a response is allowed even when a deny list matches
+// it, so a reply subject of $KV.x would be let through. Replies to Strata
+// operations are also checked against an allow list in code
+// (Broker.replyAllowed).
+var servePubDeny = []string{
+	"$JS.>", "$JSC.>", "$KV.>", "$O.>", "$NRG.>", "$SYS.>", "$SRV.>", "$MQTT.>",
+	"strata.>",
+	storeInbox + ".>",
+}
+
+// serveSubAllow is what the serving connection may subscribe to: requests,
+// the micro API and its own inbox.
+var serveSubAllow = []string{api.SubjectPrefix + ".>", "$SRV.>", brokerInbox + ".>"}
 
 // mint returns the text of a .creds file for g, signed by the account key.
 func (id *identity) mint(g grant) ([]byte, error) {
@@ -179,6 +211,10 @@ func (id *identity) mint(g grant) ([]byte, error) {
 	switch {
 	case g.full:
 		uc.Tags.Add(api.RoleTag + "broker")
+	case g.serve:
+		uc.Tags.Add(api.RoleTag + "broker")
+		uc.Pub.Deny.Add(servePubDeny...)
+		uc.Sub.Allow.Add(serveSubAllow...)
 	default:
 		if err := g.role.Validate(g.name); err != nil {
 			return nil, err

@@ -33,7 +33,8 @@ type Broker struct {
 	id   *identity // nil: external NATS and no account key; cannot mint credentials
 
 	srv *server.Server // nil with an external NATS
-	nc  *nats.Conn
+	nc  *nats.Conn     // the store connection: JetStream only (see connect)
+	snc *nats.Conn     // the serving connection: requests and replies
 	js  jetstream.JetStream
 	kv  jetstream.KeyValue // users
 
@@ -177,6 +178,9 @@ func (b *Broker) Shutdown() {
 		}
 		b.cancel()
 		b.waitInflight()
+		if b.snc != nil {
+			b.snc.Close()
+		}
 		if b.nc != nil {
 			b.nc.Close()
 		}
@@ -216,8 +220,8 @@ func (b *Broker) Options() Options { return b.opts }
 // Logger returns the broker's logger.
 func (b *Broker) Logger() *slog.Logger { return b.log }
 
-// Conn returns the broker's own NATS connection (full permissions in the
-// Strata account). Do not close it.
+// Conn returns the broker's store connection (full permissions in the
+// Strata account), which serves no request. Do not close it.
 func (b *Broker) Conn() *nats.Conn { return b.nc }
 
 // JetStream returns the JetStream context of the broker's connection.

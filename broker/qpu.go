@@ -233,7 +233,7 @@ func (r *Runtime) applyQPU() {
 		}
 		for _, a := range rd.Aborts {
 			data, _ := json.Marshal(api.ExecTask{ID: uint64(a.Job)})
-			_ = r.b.nc.Publish(api.RoleExecutor.InboxPrefix(a.Executor)+".abort", data)
+			_ = r.b.snc.Publish(api.RoleExecutor.InboxPrefix(a.Executor)+".abort", data)
 		}
 		for _, name := range rd.Wake {
 			r.servePulls(name)
@@ -748,7 +748,7 @@ func qpuAccounting(ar api.QPUAcctRequest, now time.Time, user string, admin bool
 // operation on strata.v1.exec.*.OP. The NATS server lets executor NAME
 // publish only under its own name, so the subject's token is who sent it.
 func (r *Runtime) serveExecutors() error {
-	svc, err := micro.AddService(r.b.nc, micro.Config{
+	svc, err := micro.AddService(r.b.snc, micro.Config{
 		Name: "strata-qpu-executors", Version: r.b.opts.Version,
 		Description: "Strata QPU executor protocol",
 		Metadata:    map[string]string{"protocol": fmt.Sprint(api.Version)},

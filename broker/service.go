@@ -185,7 +185,7 @@ func (b *Broker) ServeInstance(path string, h Handler) (*Service, error) {
 
 	b.mu.Lock()
 	switch {
-	case b.state != stateRunning || b.nc == nil:
+	case b.state != stateRunning || b.snc == nil:
 		b.mu.Unlock()
 		return nil, api.Errorf(api.CodeUnavailable, "broker: serve %s: the broker is not running", path)
 	case b.services[path] != nil:
@@ -206,7 +206,7 @@ func (b *Broker) ServeInstance(path string, h Handler) (*Service, error) {
 
 func (s *Service) start() error {
 	b := s.b
-	svc, err := micro.AddService(b.nc, micro.Config{
+	svc, err := micro.AddService(b.snc, micro.Config{
 		Name:        api.ServiceName(s.path),
 		Version:     b.opts.Version,
 		Description: "Strata instance " + s.path,
@@ -242,7 +242,7 @@ func (s *Service) start() error {
 	}
 	// Make sure the server has every subscription before callers are told
 	// the instance is served.
-	if err := b.nc.Flush(); err != nil {
+	if err := b.snc.Flush(); err != nil {
 		svc.Stop()
 		return fmt.Errorf("broker: serve %s: %w", s.path, err)
 	}
@@ -281,8 +281,8 @@ func (s *Service) Stop() error {
 		return err
 	}
 	// Once Stop returns, the server no longer routes requests here.
-	if s.b.nc.IsConnected() {
-		_ = s.b.nc.Flush()
+	if s.b.snc.IsConnected() {
+		_ = s.b.snc.Flush()
 	}
 	return nil
 }
@@ -467,7 +467,7 @@ func (b *Broker) respond(reply string, v any, err error) {
 		msg.Header.Set(api.HeaderError, headerSafe(err.Error()))
 		msg.Header.Set(api.HeaderErrorCode, string(api.CodeOf(err)))
 	}
-	if pErr := b.nc.PublishMsg(msg); pErr != nil {
+	if pErr := b.snc.PublishMsg(msg); pErr != nil {
 		b.log.Warn("cannot send reply", "reply", reply, "err", pErr)
 	}
 }
