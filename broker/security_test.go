@@ -7,6 +7,8 @@ package broker_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -153,4 +155,29 @@ func rootOps(t *testing.T, admin *nats.Conn) []string {
 		t.Fatalf("root serves %v", ops)
 	}
 	return ops
+}
+
+// Finding 2: a reservation named like a job's instance (j7) took the path
+// of batch job 7's child instance. Such names are refused at creation,
+// whether or not the job exists yet, and the job's instance keeps serving.
+func TestSecurityResvNameCollidesWithJob(t *testing.T) {
+	b, _ := runtime(t, "")
+	ctx := ctxT(t, 30*time.Second)
+	admin := dial(t, b, "root", b.AdminCredsPath())
+	var j api.Job
+	if err := admin.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 1, Walltime: 60, Instance: true, Command: []string{"sleep", "30"}, Cwd: "/"}, &j); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now().Add(time.Hour).Truncate(time.Second)
+	for _, name := range []string{fmt.Sprintf("j%d", j.ID), fmt.Sprintf("j%d", j.ID+1), "j0", "j007"} {
+		var rv api.Resv
+		err := admin.Call(ctx, api.OpResvCreate, api.ResvCreateRequest{Name: name, Start: start, End: start.Add(time.Hour), Nodes: 1}, &rv)
+		if ae := wantCode(t, err, api.CodeInvalidArgument); !strings.Contains(ae.Message, "reserved") {
+			t.Errorf("reservation %s: %q", name, ae.Message)
+		}
+	}
+	var list api.ResvsReply
+	if err := admin.Call(ctx, api.OpResvList, nil, &list); err != nil || len(list.Resvs) != 0 {
+		t.Fatalf("reservations after refusals: %+v, %v", list, err)
+	}
 }

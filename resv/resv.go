@@ -88,10 +88,35 @@ func ValidName(kind, s string) error {
 	return nil
 }
 
+// jobShapedRE matches the last token of a job's instance path (j17, as
+// instance.JobPath makes it), with or without leading zeros.
+var jobShapedRE = regexp.MustCompile(`^j[0-9]+$`)
+
+// JobShaped reports whether name has the shape of a job instance's last
+// path token (j17), which no reservation may take.
+func JobShaped(name string) bool { return jobShapedRE.MatchString(name) }
+
+// ValidResvName checks a reservation name: a valid name (ValidName) that
+// is not shaped like a job's instance name. A reservation's instance lives
+// at PARENT.NAME and a batch or alloc job's at PARENT.jID, so a
+// reservation named j7 would take the path of job 7's instance (or job
+// 7's, when it comes): the two name spaces are kept apart by refusing such
+// names at creation, whatever jobs exist now.
+func ValidResvName(s string) error {
+	if err := ValidName("reservation", s); err != nil {
+		return err
+	}
+	if JobShaped(s) {
+		return fmt.Errorf("%w: reservation name %q is reserved: names of the form j<digits> are the instances of jobs (root.j7 is job 7's); choose another --name, such as %q",
+			ErrInvalid, s, "resv-"+s)
+	}
+	return nil
+}
+
 // Validate checks what can be checked without the timeline: names, the
 // window against now, counts. It changes nothing.
 func (s *Spec) Validate(now timeline.Time) error {
-	if err := ValidName("reservation", s.Name); err != nil {
+	if err := ValidResvName(s.Name); err != nil {
 		return err
 	}
 	switch {
