@@ -66,6 +66,11 @@ type Options struct {
 	// MaxInflight bounds the requests being handled at once, over all
 	// instances; a request past it waits in its subscription. Default 1024.
 	MaxInflight int
+
+	// Limits bounds the values of every request (api.Limits.Check); the
+	// zero value means api's defaults (walltime 366 days, environment
+	// 128 KiB).
+	Limits api.Limits
 }
 
 // Defaults of Options.
@@ -131,6 +136,9 @@ func (o Options) normalize() (Options, error) {
 	}
 	if o.MaxInflight <= 0 {
 		o.MaxInflight = DefaultMaxInflight
+	}
+	if err := o.Limits.Validate(); err != nil {
+		return o, fmt.Errorf("broker: %w", err)
 	}
 	return o, nil
 }

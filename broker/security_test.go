@@ -18,6 +18,8 @@ import (
 
 	"github.com/strata-hpc/strata/api"
 	"github.com/strata-hpc/strata/broker"
+	"github.com/strata-hpc/strata/instance"
+	"github.com/strata-hpc/strata/internal/hostlist"
 )
 
 // bucketStates returns the last sequence of every stream of the Strata
@@ -180,4 +182,89 @@ func TestSecurityResvNameCollidesWithJob(t *testing.T) {
 	if err := admin.Call(ctx, api.OpResvList, nil, &list); err != nil || len(list.Resvs) != 0 {
 		t.Fatalf("reservations after refusals: %+v, %v", list, err)
 	}
+}
+
+// Finding 4: unbounded values. Each is refused with a clear error that
+// names the limit, and changes nothing.
+func TestSecurityUnboundedValues(t *testing.T) {
+	b, _ := runtime(t, "")
+	ctx := ctxT(t, 30*time.Second)
+	alice := userClient(t, b, "alice")
+	admin := dial(t, b, "root", b.AdminCredsPath())
+	job := func(mut func(*api.SubmitRequest)) api.SubmitRequest {
+		r := api.SubmitRequest{Nodes: 1, Walltime: 60, Command: []string{"true"}, Cwd: "/", Hold: true}
+		mut(&r)
+		return r
+	}
+	for _, tc := range []struct {
+		name string
+		req  api.SubmitRequest
+		want string
+	}{
+		{"walltime 2^63-1", job(func(r *api.SubmitRequest) { r.Walltime = 1<<63 - 1 }), "--max-walltime"},
+		{"walltime 2^62", job(func(r *api.SubmitRequest) { r.Walltime = 1 << 62 }), "at most 366d"},
+		{"dependency 2^64-1", job(func(r *api.SubmitRequest) { r.AfterOK = []api.JobID{1<<64 - 1} }), "does not exist"},
+		{"dependency on no job", job(func(r *api.SubmitRequest) { r.AfterOK = []api.JobID{999} }), "no known job"},
+		{"200 KB environment", job(func(r *api.SubmitRequest) { r.Env = map[string]string{"X": strings.Repeat("x", 200<<10)} }), "--max-env"},
+		{"begin in year 9999", job(func(r *api.SubmitRequest) { r.Begin = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC) }), "begin"},
+	} {
+		var j api.Job
+		err := alice.Call(ctx, api.OpSubmit, tc.req, &j)
+		if ae := wantCode(t, err, api.CodeInvalidArgument); !strings.Contains(ae.Message, tc.want) {
+			t.Errorf("%s: %q, want it to contain %q", tc.name, ae.Message, tc.want)
+		}
+	}
+	start := time.Now().Add(time.Hour).Truncate(time.Second)
+	users := make([]string, 30000)
+	for i := range users {
+		users[i] = fmt.Sprintf("u%d", i)
+	}
+	for _, tc := range []struct {
+		name string
+		req  api.ResvCreateRequest
+		want string
+	}{
+		{"grace 2^63-1", api.ResvCreateRequest{Name: "big", Start: start, End: start.Add(time.Hour), Nodes: 1, Overlap: "kill", GraceS: 1<<63 - 1}, "grace_s"},
+		{"30,000 users", api.ResvCreateRequest{Name: "big", Start: start, End: start.Add(time.Hour), Nodes: 1, Users: users}, "at most 1024"},
+	} {
+		var rv api.Resv
+		err := admin.Call(ctx, api.OpResvCreate, tc.req, &rv)
+		if ae := wantCode(t, err, api.CodeInvalidArgument); !strings.Contains(ae.Message, tc.want) {
+			t.Errorf("%s: %q, want it to contain %q", tc.name, ae.Message, tc.want)
+		}
+	}
+	var jobs api.JobsReply
+	if err := admin.Call(ctx, api.OpJobs, api.JobsRequest{User: "*", All: true}, &jobs); err != nil || len(jobs.Jobs) != 0 {
+		t.Errorf("jobs after refusals: %+v, %v", jobs, err)
+	}
+	var list api.ResvsReply
+	if err := admin.Call(ctx, api.OpResvList, nil, &list); err != nil || len(list.Resvs) != 0 {
+		t.Errorf("reservations after refusals: %+v, %v", list, err)
+	}
+}
+
+// The limits an administrator sets apply.
+func TestSecurityAdminLimits(t *testing.T) {
+	b := startBroker(t, "", func(o *broker.Options) { o.Limits = api.Limits{MaxWalltime: time.Hour, MaxEnvBytes: 64} })
+	nodes, _ := hostlist.Parse("n[0-1]")
+	rt, err := b.RunInstances(broker.Resources{Nodes: nodes, Policy: instance.EASY})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	alice := userClient(t, b, "alice")
+	ctx := ctxT(t, 10*time.Second)
+	var j api.Job
+	err = alice.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 1, Walltime: 3601, Command: []string{"true"}, Cwd: "/", Hold: true}, &j)
+	if ae := wantCode(t, err, api.CodeInvalidArgument); !strings.Contains(ae.Message, "at most 1h") {
+		t.Errorf("%q", ae.Message)
+	}
+	err = alice.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 1, Walltime: 60, Command: []string{"true"}, Cwd: "/", Hold: true, Env: map[string]string{"X": strings.Repeat("x", 64)}}, &j)
+	if ae := wantCode(t, err, api.CodeInvalidArgument); !strings.Contains(ae.Message, "at most 64") {
+		t.Errorf("%q", ae.Message)
+	}
+	if err := alice.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 1, Walltime: 3600, Command: []string{"true"}, Cwd: "/", Hold: true}, &j); err != nil {
+		t.Fatal(err)
+	}
+	alice.Call(ctx, api.OpCancel, api.CancelRequest{ID: j.ID}, nil)
 }

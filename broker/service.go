@@ -62,8 +62,20 @@ func (r Request) Blocking(f func()) {
 // of Options.MaxInflight.
 const parkedPerInflight = 16
 
-// Decode decodes Data strictly into v (see api.DecodeRequest).
-func (r Request) Decode(v any) error { return api.DecodeRequest(r.Data, v) }
+// Decode decodes Data strictly into v (see api.DecodeRequest) and bounds
+// its values by the broker's Options.Limits (api.Limits.Check; a Request
+// made by hand: api's defaults). Every handler decodes through here, so
+// this is the one place where request values are bounded.
+func (r Request) Decode(v any) error {
+	if err := api.DecodeRequest(r.Data, v); err != nil {
+		return err
+	}
+	var l api.Limits
+	if r.b != nil {
+		l = r.b.opts.Limits
+	}
+	return l.Check(time.Now(), v)
+}
 
 // Handler serves the operations of one instance.
 type Handler interface {
