@@ -9,7 +9,7 @@ import (
 func main() {
 	app := newApp()
 	if err := app.Run(permuteArgs(app, os.Args)); err != nil {
-		fmt.Fprintln(os.Stderr, "strata:", err)
+		fmt.Fprintln(os.Stderr, "strata:", termSafe(err.Error()))
 		os.Exit(exitCode(err))
 	}
 }
