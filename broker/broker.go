@@ -43,6 +43,8 @@ type Broker struct {
 	sem    chan struct{} // bounds in-flight requests
 	parked chan struct{} // bounds requests waiting in Request.Blocking
 
+	refusedLog logLimiter // rate-limits log lines about refused requests
+
 	mu       sync.Mutex
 	state    int             // stateNew, stateRunning, stateClosing, stateClosed
 	admins   map[string]bool // configured: AdminUser and Options.Admins
@@ -84,17 +86,18 @@ func New(opts Options) (*Broker, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Broker{
-		opts:     o,
-		log:      o.Logger,
-		id:       id,
-		ctx:      ctx,
-		cancel:   cancel,
-		sem:      make(chan struct{}, o.MaxInflight),
-		parked:   make(chan struct{}, parkedPerInflight*o.MaxInflight),
-		admins:   admins,
-		granted:  map[string]bool{},
-		services: map[string]*Service{},
-		done:     make(chan struct{}),
+		opts:       o,
+		log:        o.Logger,
+		id:         id,
+		ctx:        ctx,
+		cancel:     cancel,
+		sem:        make(chan struct{}, o.MaxInflight),
+		parked:     make(chan struct{}, parkedPerInflight*o.MaxInflight),
+		refusedLog: logLimiter{period: refusedLogPeriod, burst: refusedLogBurst},
+		admins:     admins,
+		granted:    map[string]bool{},
+		services:   map[string]*Service{},
+		done:       make(chan struct{}),
 	}, nil
 }
 

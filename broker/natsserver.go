@@ -102,11 +102,17 @@ func (b *Broker) dial(g grant, inbox string) (*nats.Conn, error) {
 		nats.CustomInboxPrefix(inbox),
 		nats.Timeout(b.opts.StartTimeout),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			warn := b.log.Warn
+			if g.serve {
+				// Requests can cause these (a reply subject the serving
+				// connection may not publish to): rate-limited.
+				warn = b.refused
+			}
 			if sub != nil {
-				b.log.Warn("NATS error", "conn", g.name, "subject", sub.Subject, "err", err)
+				warn("NATS error", "conn", g.name, "subject", sub.Subject, "err", err)
 				return
 			}
-			b.log.Warn("NATS error", "conn", g.name, "err", err)
+			warn("NATS error", "conn", g.name, "err", err)
 		}),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {

@@ -389,13 +389,11 @@ func (r *Runtime) qpuSubmit(ctx context.Context, q Request) (any, error) {
 // qpuVisible returns QPU job id if q's user may see it.
 func (r *Runtime) qpuVisible(q Request, id uint64) (qpu.Job, error) {
 	j, ok := r.qp.s.Job(qpu.JobID(id))
-	if !ok {
-		return j, api.Errorf(api.CodeNotFound, "no QPU job %d; list yours with 'strata qpu jobs'", id)
+	if ok && (q.Admin || j.User == q.User) {
+		return j, nil
 	}
-	if !q.Admin && j.User != q.User {
-		return j, api.Errorf(api.CodePermissionDenied, "QPU job %d belongs to %s; you may see only your own", id, j.User)
-	}
-	return j, nil
+	// The same answer for another user's QPU job as for none: no oracle.
+	return j, api.Errorf(api.CodeNotFound, "no QPU job %d of yours; list yours with 'strata qpu jobs'", id)
 }
 
 func (r *Runtime) qpuJobs(_ context.Context, q Request) (any, error) {
@@ -786,7 +784,7 @@ func (r *Runtime) executorOf(m micro.Request) (string, bool) {
 	}
 	name := toks[3]
 	if !strings.HasPrefix(m.Reply(), api.RoleExecutor.InboxPrefix(name)+".") {
-		r.b.log.Warn("executor request with a foreign reply subject dropped", "subject", m.Subject(), "reply", m.Reply())
+		r.b.refused("executor request with a foreign reply subject dropped", "subject", m.Subject(), "reply", m.Reply())
 		return "", false
 	}
 	return name, true

@@ -139,14 +139,14 @@ func TestRuntimeCancelTimeoutAndOwnership(t *testing.T) {
 	long := submit(t, alice, "sleep", "30")
 	var j api.Job
 	err := bob.Call(ctx, api.OpCancel, api.CancelRequest{ID: long.ID}, &j)
-	if !errors.Is(err, api.ErrPermissionDenied) || !strings.Contains(err.Error(), "belongs to alice") {
+	if !errors.Is(err, api.ErrNotFound) || !strings.Contains(err.Error(), "of yours") || strings.Contains(err.Error(), "alice") {
 		t.Fatalf("bob cancelling alice's job: %v", err)
 	}
 	err = bob.Call(ctx, api.OpUpdate, api.UpdateRequest{ID: long.ID, Hold: true}, &j)
-	if !errors.Is(err, api.ErrPermissionDenied) {
+	if !errors.Is(err, api.ErrNotFound) {
 		t.Fatalf("bob updating alice's job: %v", err)
 	}
-	if err := bob.Call(ctx, api.OpJob, api.JobRequest{ID: long.ID}, &j); !errors.Is(err, api.ErrPermissionDenied) {
+	if err := bob.Call(ctx, api.OpJob, api.JobRequest{ID: long.ID}, &j); !errors.Is(err, api.ErrNotFound) {
 		t.Fatalf("bob reading alice's job: %v", err)
 	}
 	if err := alice.Call(ctx, api.OpCancel, api.CancelRequest{ID: long.ID}, &j); err != nil {

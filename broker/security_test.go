@@ -5,10 +5,13 @@ package broker_test
 // See docs/security.md for the threat model.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -267,4 +270,145 @@ func TestSecurityAdminLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	alice.Call(ctx, api.OpCancel, api.CancelRequest{ID: j.ID}, nil)
+}
+
+// Finding 6a: a refusal said who owned a job ("belongs to bob"). Another
+// user's job now gets the same answer as a job that does not exist.
+func TestSecurityNoOwnerOracle(t *testing.T) {
+	b, _ := runtime(t, "")
+	ctx := ctxT(t, 30*time.Second)
+	alice, bob := userClient(t, b, "alice"), userClient(t, b, "bob")
+	var j api.Job
+	if err := alice.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 1, Walltime: 60, Command: []string{"true"}, Cwd: "/", Hold: true}, &j); err != nil {
+		t.Fatal(err)
+	}
+	missing := j.ID + 100
+	for _, op := range []string{api.OpJob, api.OpCancel, api.OpUpdate, api.OpWait} {
+		var reqs [2]any
+		switch op {
+		case api.OpJob:
+			reqs = [2]any{api.JobRequest{ID: j.ID}, api.JobRequest{ID: missing}}
+		case api.OpCancel:
+			reqs = [2]any{api.CancelRequest{ID: j.ID}, api.CancelRequest{ID: missing}}
+		case api.OpUpdate:
+			reqs = [2]any{api.UpdateRequest{ID: j.ID, Release: true}, api.UpdateRequest{ID: missing, Release: true}}
+		case api.OpWait:
+			reqs = [2]any{api.WaitRequest{ID: j.ID, TimeoutMS: 100}, api.WaitRequest{ID: missing, TimeoutMS: 100}}
+		}
+		var msgs [2]string
+		for i, req := range reqs {
+			err := bob.Call(ctx, op, req, nil)
+			ae := wantCode(t, err, api.CodeNotFound)
+			msgs[i] = ae.Message
+		}
+		if strings.Contains(msgs[0], "alice") || strings.ReplaceAll(msgs[0], j.ID.String(), "N") != strings.ReplaceAll(msgs[1], missing.String(), "N") {
+			t.Errorf("%s: another user's job %q, no job %q: not the same answer", op, msgs[0], msgs[1])
+		}
+	}
+}
+
+// Finding 6b: the working directory check at submit was a file-existence
+// oracle run with the broker's privileges. Submit no longer looks at it:
+// an existing and a missing directory get the same answer.
+func TestSecurityNoCwdOracle(t *testing.T) {
+	b, _ := runtime(t, "")
+	ctx := ctxT(t, 30*time.Second)
+	alice := userClient(t, b, "alice")
+	for _, cwd := range []string{"/", "/nonexistent-" + t.Name()} {
+		var j api.Job
+		if err := alice.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 1, Walltime: 60, Command: []string{"true"}, Cwd: cwd, Hold: true}, &j); err != nil {
+			t.Errorf("cwd %s: %v", cwd, err)
+		}
+	}
+}
+
+// Finding 6c: users not listed on a reservation could call every operation
+// on its instance but submit (IDs are global: one cancelled his own root
+// job through a DAT's URI). Every operation there checks the access list.
+func TestSecurityResvInstanceAccessList(t *testing.T) {
+	b, _ := runtime(t, "")
+	ctx := ctxT(t, 30*time.Second)
+	admin := dial(t, b, "root", b.AdminCredsPath())
+	start := time.Now().Truncate(time.Second).Add(2 * time.Second)
+	var rv api.Resv
+	if err := admin.Call(ctx, api.OpResvCreate, api.ResvCreateRequest{Name: "physics", Start: start, End: start.Add(time.Minute), Nodes: 1, Users: []string{"alice"}}, &rv); err != nil {
+		t.Fatal(err)
+	}
+	alice, bob := userClient(t, b, "alice"), userClient(t, b, "bob")
+	var own api.Job
+	if err := bob.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 1, Walltime: 60, Command: []string{"true"}, Cwd: "/", Hold: true}, &own); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(start.Add(500 * time.Millisecond)))
+	if err := admin.Call(ctx, api.OpResvShow, api.ResvRequest{Name: "physics"}, &rv); err != nil || rv.State != "active" {
+		t.Fatalf("reservation: %+v, %v", rv, err)
+	}
+	bobDAT, err := bob.At(rv.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for op, req := range map[string]any{
+		api.OpCancel:    api.CancelRequest{ID: own.ID},
+		api.OpJob:       api.JobRequest{ID: own.ID},
+		api.OpJobs:      api.JobsRequest{},
+		api.OpWait:      api.WaitRequest{ID: own.ID, TimeoutMS: 100},
+		api.OpUpdate:    api.UpdateRequest{ID: own.ID, Release: true},
+		api.OpResources: nil,
+		api.OpBookings:  nil,
+	} {
+		err := bobDAT.Call(ctx, op, req, nil)
+		if ae := wantCode(t, err, api.CodePermissionDenied); !strings.Contains(ae.Message, "access list") {
+			t.Errorf("%s: %q", op, ae.Message)
+		}
+	}
+	var j api.Job
+	if err := bob.Call(ctx, api.OpJob, api.JobRequest{ID: own.ID}, &j); err != nil || j.State != api.JobPending {
+		t.Errorf("bob's job after the refusals: %+v, %v", j, err)
+	}
+	aliceDAT, err := alice.At(rv.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list api.JobsReply
+	if err := aliceDAT.Call(ctx, api.OpJobs, api.JobsRequest{}, &list); err != nil {
+		t.Errorf("a listed user listing jobs in the DAT: %v", err)
+	}
+}
+
+// Finding 6d: each refused foreign-reply request wrote a WARN line, so any
+// user could flood the log. Those lines are rate-limited.
+func TestSecurityRefusedRequestLogRateLimited(t *testing.T) {
+	var buf lockedBuffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	b := startBroker(t, "", func(o *broker.Options) { o.Logger = log })
+	serve(t, b, "root", nil)
+	alice, _ := rawConn(t, b, addUser(t, b, "alice", false), nats.CustomInboxPrefix("_INBOX_alice"))
+	for i := 0; i < 500; i++ {
+		if err := alice.PublishMsg(&nats.Msg{Subject: "strata.v1.req.alice.root.whoami", Reply: "_INBOX_bob.x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := alice.Request("strata.v1.req.alice.root.whoami", nil, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(buf.String(), "foreign reply subject"); n == 0 || n > 20 {
+		t.Errorf("%d log lines about 500 refused requests; want 1 to 20", n)
+	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -339,7 +339,7 @@ func (s *Service) dispatch(op string, r micro.Request) {
 	}
 	admin := b.IsAdmin(user)
 	if !b.replyAllowed(user, admin, reply) {
-		b.log.Warn("request with a foreign reply subject dropped", "user", user, "subject", r.Subject(), "reply", reply)
+		b.refused("request with a foreign reply subject dropped", "user", user, "subject", r.Subject(), "reply", reply)
 		return
 	}
 	req := Request{User: user, Admin: admin, Path: path, Op: op, Data: r.Data(), b: b}
