@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
@@ -102,16 +103,38 @@ func loadIdentity(dir string, create bool) (*identity, error) {
 		return nil, fmt.Errorf("broker: sign system account JWT: %w", err)
 	}
 
+	if id.accountJWT, _, err = id.signAccount(nil); err != nil {
+		return nil, err
+	}
+	return id, nil
+}
+
+// signAccount returns the Strata account's JWT, signed by the operator,
+// with revoked (user public key → Unix time: user JWTs of that key issued
+// at or before it are refused) as its revocation list.
+func (id *identity) signAccount(revoked map[string]int64) (string, *jwt.AccountClaims, error) {
 	ac := jwt.NewAccountClaims(id.accountPub)
 	ac.Name = accountName
 	ac.Limits.JetStreamLimits = jwt.JetStreamLimits{
 		MemoryStorage: jwt.NoLimit, DiskStorage: jwt.NoLimit,
 		Streams: jwt.NoLimit, Consumer: jwt.NoLimit, MaxAckPending: jwt.NoLimit,
 	}
-	if id.accountJWT, err = ac.Encode(id.operator); err != nil {
-		return nil, fmt.Errorf("broker: sign account JWT: %w", err)
+	if len(revoked) > 0 {
+		ac.Revocations = jwt.RevocationList{}
 	}
-	return id, nil
+	for key, at := range revoked {
+		ac.Revocations.Revoke(key, time.Unix(at, 0))
+	}
+	s, err := ac.Encode(id.operator)
+	if err != nil {
+		return "", nil, fmt.Errorf("broker: sign account JWT: %w", err)
+	}
+	// The server wants the claims as decoded from the JWT.
+	dc, err := jwt.DecodeAccountClaims(s)
+	if err != nil {
+		return "", nil, fmt.Errorf("broker: account JWT: %w", err)
+	}
+	return s, dc, nil
 }
 
 // loadKey reads an nkey seed file, or with create makes one (mode 0600)
@@ -169,8 +192,10 @@ type grant struct {
 	role  api.Role
 	name  string
 	admin bool // users only: may also publish $SRV.> and read _INBOX.>
-	full  bool // the broker's store connection: no restrictions
-	serve bool // the broker's serving connection: see servePubDeny
+	// expires, when not zero, is when the credentials stop working.
+	expires time.Time
+	full    bool // the broker's store connection: no restrictions
+	serve   bool // the broker's serving connection: see servePubDeny
 }
 
 // servePubDeny is what the broker's serving connection may not publish to.
@@ -201,13 +226,23 @@ var serveSubAllow = []string{api.SubjectPrefix + ".>", "$SRV.>", brokerInbox + "
 
 // mint returns the text of a .creds file for g, signed by the account key.
 func (id *identity) mint(g grant) ([]byte, error) {
+	creds, _, err := id.mintKey(g)
+	return creds, err
+}
+
+// mintKey is mint that also returns the public key of the credentials,
+// by which they are revoked.
+func (id *identity) mintKey(g grant) ([]byte, string, error) {
 	ukp, err := nkeys.CreateUser()
 	if err != nil {
-		return nil, fmt.Errorf("broker: create user key: %w", err)
+		return nil, "", fmt.Errorf("broker: create user key: %w", err)
 	}
 	upub, _ := ukp.PublicKey()
 	uc := jwt.NewUserClaims(upub)
 	uc.Name = g.name
+	if !g.expires.IsZero() {
+		uc.Expires = g.expires.Unix()
+	}
 	switch {
 	case g.full:
 		uc.Tags.Add(api.RoleTag + "broker")
@@ -217,14 +252,14 @@ func (id *identity) mint(g grant) ([]byte, error) {
 		uc.Sub.Allow.Add(serveSubAllow...)
 	default:
 		if err := g.role.Validate(g.name); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		uc.Tags.Add(api.RoleTag + string(g.role))
 		uc.Pub.Allow.Add(g.role.SubjectPrefix(g.name) + ".>")
 		uc.Sub.Allow.Add(g.role.InboxPrefix(g.name) + ".>")
 		if g.admin {
 			if g.role != api.RoleUser {
-				return nil, fmt.Errorf("broker: only users can be admins, not %s %s", g.role, g.name)
+				return nil, "", fmt.Errorf("broker: only users can be admins, not %s %s", g.role, g.name)
 			}
 			uc.Tags.Add("strata-admin")
 			uc.Pub.Allow.Add("$SRV.>")
@@ -233,13 +268,14 @@ func (id *identity) mint(g grant) ([]byte, error) {
 	}
 	ujwt, err := uc.Encode(id.account)
 	if err != nil {
-		return nil, fmt.Errorf("broker: sign user JWT for %s: %w", g.name, err)
+		return nil, "", fmt.Errorf("broker: sign user JWT for %s: %w", g.name, err)
 	}
 	seed, err := ukp.Seed()
 	if err != nil {
-		return nil, fmt.Errorf("broker: user seed: %w", err)
+		return nil, "", fmt.Errorf("broker: user seed: %w", err)
 	}
-	return jwt.FormatUserConfig(ujwt, seed)
+	creds, err := jwt.FormatUserConfig(ujwt, seed)
+	return creds, upub, err
 }
 
 // jwtOf returns the user JWT of a .creds text.

@@ -63,6 +63,7 @@ func (b *Broker) startEmbedded() error {
 		}
 	}
 	b.srv = s
+	b.resolver = resolver
 	return nil
 }
 

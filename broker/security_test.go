@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -411,4 +412,84 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// Finding 1 (lifecycle): credentials were never revoked, so a demoted
+// admin kept $SRV.>. Revoking, deleting and re-issuing credentials cut a
+// connected client off at once and refuse a fresh connect.
+func TestSecurityRevocation(t *testing.T) {
+	dir := t.TempDir()
+	b := startBroker(t, dir)
+	serve(t, b, "root", nil)
+	ctx := ctxT(t, 30*time.Second)
+	for _, tc := range []struct {
+		name   string
+		revoke func(user string) error
+	}{
+		{"revoke", func(u string) error { _, err := b.RevokeUser(ctx, u); return err }},
+		{"del", func(u string) error { _, err := b.DeleteUser(ctx, u); return err }},
+		{"add --force", func(u string) error {
+			_, err := b.AddUser(ctx, api.UserAddRequest{Name: u, Force: true})
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			user := "u" + strings.ReplaceAll(tc.name, " --", "")
+			creds := addUser(t, b, user, true)
+			closed := make(chan struct{})
+			nc, _ := rawConn(t, b, creds, nats.CustomInboxPrefix("_INBOX_"+user), nats.NoReconnect(),
+				nats.ClosedHandler(func(*nats.Conn) { close(closed) }))
+			if _, err := nc.Request("$SRV.PING", nil, 5*time.Second); err != nil {
+				t.Fatalf("an admin's ping before: %v", err)
+			}
+			if err := tc.revoke(user); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-closed:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the connected client was not cut off")
+			}
+			_, err := nats.Connect(b.ClientURL(), nats.UserCredentials(creds))
+			if err == nil || !strings.Contains(strings.ToLower(err.Error()), "authorization") {
+				t.Fatalf("a fresh connect with revoked credentials: %v", err)
+			}
+		})
+	}
+	// Other users' credentials keep working, and the revocations survive
+	// a restart.
+	carol := addUser(t, b, "carol", false)
+	revoked := addUser(t, b, "dave", false)
+	if _, err := b.RevokeUser(ctx, "dave"); err != nil {
+		t.Fatal(err)
+	}
+	b.Shutdown()
+	b2 := startBroker(t, dir)
+	serve(t, b2, "root", nil)
+	dial(t, b2, "root", carol)
+	if _, err := nats.Connect(b2.ClientURL(), nats.UserCredentials(revoked)); err == nil {
+		t.Fatal("revoked credentials work again after a restart")
+	}
+	if _, err := b2.RevokeUser(ctx, "nobody"); !errors.Is(err, api.ErrNotFound) {
+		t.Errorf("revoking an unknown user: %v", err)
+	}
+}
+
+// Credentials issued with an expiry stop working then.
+func TestSecurityCredsExpire(t *testing.T) {
+	b := startBroker(t, "")
+	serve(t, b, "root", nil)
+	rep, err := b.AddUser(ctxT(t, 5*time.Second), api.UserAddRequest{Name: "temp", ExpiresS: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Expires.IsZero() || time.Until(rep.Expires) > 3*time.Second {
+		t.Fatalf("expires %v", rep.Expires)
+	}
+	creds := saveCreds(t, "temp", rep.Creds)
+	dial(t, b, "root", creds)
+	time.Sleep(time.Until(rep.Expires) + time.Second)
+	if _, err := nats.Connect(b.ClientURL(), nats.UserCredentials(creds)); err == nil {
+		t.Fatal("expired credentials connect")
+	}
 }

@@ -525,6 +525,8 @@ func (b *Broker) builtins(path string) map[string]HandlerFunc {
 	if path == api.RootPath {
 		m[api.OpUserAdd] = b.handleUserAdd
 		m[api.OpUsers] = b.handleUsers
+		m[api.OpUserRevoke] = b.handleUserRevoke
+		m[api.OpUserDel] = b.handleUserDel
 	}
 	return m
 }

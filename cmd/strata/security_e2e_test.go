@@ -5,6 +5,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -39,4 +40,40 @@ func TestE2ESecurityTerminalEscapes(t *testing.T) {
 	if j.Name != name || j.Command[3] != "\x1b[5m" {
 		t.Errorf("JSON changed the name or command: %q %q", j.Name, j.Command)
 	}
+}
+
+// Finding 1 (lifecycle), through the CLI: user revoke, user del and user
+// add --force cut off the old credentials; --expires sets an expiry that
+// user list shows; a demoted admin loses admin rights at once.
+func TestE2ESecurityUserLifecycle(t *testing.T) {
+	b := startE2EBroker(t, "--nodes", "node[0-1]")
+	b.must("admin", "user", "add", "bob", "--admin", "-o", b.creds("bob"))
+	if out := b.must("bob", "whoami"); !strings.Contains(out, "bob (admin)") {
+		t.Fatalf("whoami: %s", out)
+	}
+	// Demotion: new credentials without --admin; the old admin ones stop.
+	old := b.creds("bob") + ".old"
+	if err := os.Rename(b.creds("bob"), old); err != nil {
+		t.Fatal(err)
+	}
+	b.must("admin", "user", "add", "bob", "--force", "--expires", "90d", "-o", b.creds("bob"))
+	if out := b.must("bob", "whoami"); strings.Contains(out, "admin") {
+		t.Errorf("demoted bob: %s", out)
+	}
+	r := b.strataAs("", "whoami", "--creds", old)
+	if r.code == 0 {
+		t.Errorf("bob's old admin credentials still work: %s", r)
+	}
+	out := b.must("admin", "user", "list")
+	if !strings.Contains(out, "EXPIRES") || !strings.Contains(out, "valid") {
+		t.Errorf("user list:\n%s", out)
+	}
+	b.must("admin", "user", "revoke", "bob")
+	b.expect(t, "bob", 1, nil, "whoami")
+	b.must("admin", "user", "add", "bob", "--force", "-o", b.creds("bob"))
+	b.must("bob", "whoami")
+	b.must("admin", "user", "del", "bob")
+	b.expect(t, "bob", 1, nil, "whoami")
+	b.expect(t, "admin", 1, []string{"no user bob"}, "user", "revoke", "bob")
+	b.expect(t, "bob", 2, nil, "user", "add", "x", "--expires", "forever")
 }
