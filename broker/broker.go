@@ -48,11 +48,12 @@ type Broker struct {
 	refusedLog logLimiter // rate-limits log lines about refused requests
 
 	mu       sync.Mutex
-	state    int              // stateNew, stateRunning, stateClosing, stateClosed
-	admins   map[string]bool  // configured: AdminUser and Options.Admins
-	granted  map[string]bool  // users recorded with admin rights (kept current by watchUsers)
-	revoked  map[string]int64 // revoked user keys → when (see revoke.go)
-	bg       sync.WaitGroup   // background goroutines (the users watcher)
+	state    int                  // stateNew, stateRunning, stateClosing, stateClosed
+	admins   map[string]bool      // configured: AdminUser and Options.Admins
+	granted  map[string]bool      // users recorded with admin rights (kept current by watchUsers)
+	revoked  map[string]int64     // revoked user keys → when (see revoke.go)
+	load     map[string]*userLoad // requests in the broker, by user (see limits.go)
+	bg       sync.WaitGroup       // background goroutines (the users watcher)
 	services map[string]*Service
 	inflight sync.WaitGroup
 	done     chan struct{}
@@ -100,6 +101,7 @@ func New(opts Options) (*Broker, error) {
 		admins:     admins,
 		granted:    map[string]bool{},
 		revoked:    map[string]int64{},
+		load:       map[string]*userLoad{},
 		services:   map[string]*Service{},
 		done:       make(chan struct{}),
 	}, nil

@@ -67,6 +67,13 @@ type Options struct {
 	// instances; a request past it waits in its subscription. Default 1024.
 	MaxInflight int
 
+	// MaxActivePerUser bounds one user's requests being handled at once,
+	// MaxRequestsPerUser one user's requests in the broker, waits
+	// included (see limits.go). Past them a request is answered with
+	// too_many_requests. Defaults DefaultMaxActivePerUser and
+	// DefaultMaxRequestsPerUser.
+	MaxActivePerUser, MaxRequestsPerUser int
+
 	// Limits bounds the values of every request (api.Limits.Check); the
 	// zero value means api's defaults (walltime 366 days, environment
 	// 128 KiB).
@@ -136,6 +143,12 @@ func (o Options) normalize() (Options, error) {
 	}
 	if o.MaxInflight <= 0 {
 		o.MaxInflight = DefaultMaxInflight
+	}
+	if o.MaxActivePerUser <= 0 {
+		o.MaxActivePerUser = DefaultMaxActivePerUser
+	}
+	if o.MaxRequestsPerUser <= 0 {
+		o.MaxRequestsPerUser = DefaultMaxRequestsPerUser
 	}
 	if err := o.Limits.Validate(); err != nil {
 		return o, fmt.Errorf("broker: %w", err)

@@ -11,6 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -491,5 +494,87 @@ func TestSecurityCredsExpire(t *testing.T) {
 	time.Sleep(time.Until(rep.Expires) + time.Second)
 	if _, err := nats.Connect(b.ClientURL(), nats.UserCredentials(creds)); err == nil {
 		t.Fatal("expired credentials connect")
+	}
+}
+
+// Finding 3: one user with thousands of concurrent waits stalled everyone
+// (another user's whoami timed out after 20 s). Past the per-user limits
+// a request is answered at once with too_many_requests, and another
+// user's requests are answered promptly while one user floods.
+// STRATA_FLOOD=20000 runs the full size.
+func TestSecurityOneUserCannotStallOthers(t *testing.T) {
+	flood := 3000
+	if n, err := strconv.Atoi(os.Getenv("STRATA_FLOOD")); err == nil && n > 0 {
+		flood = n
+	}
+	dir := t.TempDir()
+	b := startBroker(t, dir, func(o *broker.Options) { o.MaxActivePerUser, o.MaxRequestsPerUser = 16, 256 })
+	nodes, _ := hostlist.Parse("n[0-1]")
+	rt, err := b.RunInstances(broker.Resources{Nodes: nodes, Policy: instance.EASY})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	ctx := ctxT(t, 60*time.Second)
+	alice, bob := userClient(t, b, "alice"), userClient(t, b, "bob")
+	var held api.Job
+	if err := alice.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 1, Walltime: 60, Command: []string{"true"}, Cwd: "/", Hold: true}, &held); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := b.AddUser(ctx, api.UserAddRequest{Name: "alice", Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, _ := rawConn(t, b, saveCreds(t, "alice", rep.Creds), nats.CustomInboxPrefix("_INBOX_alice"))
+	replies := make(chan *nats.Msg, flood)
+	sub, err := nc.ChanSubscribe("_INBOX_alice.flood.>", replies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub.SetPendingLimits(-1, -1)
+	wait := mustJSON(t, api.WaitRequest{ID: held.ID, TimeoutMS: 30000})
+	for i := 0; i < flood; i++ {
+		if err := nc.PublishRequest("strata.v1.req.alice.root.wait", fmt.Sprintf("_INBOX_alice.flood.%d", i), wait); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// While alice's waits are parked, bob is answered promptly.
+	var lat []time.Duration
+	for i := 0; i < 10; i++ {
+		start := time.Now()
+		if _, err := bob.Whoami(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var j api.Job
+		if err := bob.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 1, Walltime: 60, Command: []string{"true"}, Cwd: "/", Hold: true}, &j); err != nil {
+			t.Fatal(err)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	slices.Sort(lat)
+	t.Logf("bob's whoami+submit while alice floods with %d waits: median %v, max %v", flood, lat[len(lat)/2], lat[len(lat)-1])
+	if lat[len(lat)/2] > 2*time.Second {
+		t.Errorf("bob's median whoami+submit took %v while alice flooded", lat[len(lat)/2])
+	}
+	// Most of alice's flood was refused at once, with the stable code.
+	refused := 0
+	deadline := time.After(30 * time.Second)
+	for refused < flood-256 {
+		select {
+		case m := <-replies:
+			if m.Header.Get(api.HeaderErrorCode) == string(api.CodeTooManyRequests) {
+				refused++
+			}
+		case <-deadline:
+			t.Fatalf("%d of %d waits refused with too_many_requests; want at least %d", refused, flood, flood-256)
+		}
+	}
+	admin := dial(t, b, "root", b.AdminCredsPath())
+	var j api.Job
+	if err := admin.Call(ctx, api.OpCancel, api.CancelRequest{ID: held.ID}, &j); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -51,8 +51,10 @@ func (r Request) Blocking(f func()) {
 		return
 	}
 	<-r.b.sem
+	r.b.parkUser(r.User, true)
 	defer func() {
 		r.b.sem <- struct{}{}
+		r.b.parkUser(r.User, false)
 		<-r.b.parked
 	}()
 	f()
@@ -343,12 +345,17 @@ func (s *Service) dispatch(op string, r micro.Request) {
 		return
 	}
 	req := Request{User: user, Admin: admin, Path: path, Op: op, Data: r.Data(), b: b}
+	if err := b.admitUser(user); err != nil {
+		b.respond(reply, nil, err)
+		return
+	}
 
 	b.sem <- struct{}{}
 	b.mu.Lock()
 	if b.state != stateRunning {
 		b.mu.Unlock()
 		<-b.sem
+		b.releaseUser(user)
 		b.respond(reply, nil, api.Errorf(api.CodeUnavailable, "the Strata broker is shutting down; retry when it is back"))
 		return
 	}
@@ -356,7 +363,7 @@ func (s *Service) dispatch(op string, r micro.Request) {
 	b.mu.Unlock()
 	s.count(op, func(st *opStats) { st.InFlight++ })
 	s.spawn(func() {
-		defer func() { <-b.sem; b.inflight.Done() }()
+		defer func() { <-b.sem; b.releaseUser(user); b.inflight.Done() }()
 		start := time.Now()
 		v, err, panicked := s.call(req)
 		if err != nil {
