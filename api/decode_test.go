@@ -62,9 +62,20 @@ func FuzzDecodeRequest(f *testing.F) {
 			`"afterok":[1],"afterany":[2],"afternotok":[3],"requeue":true,"qpu":{"qpu0":4},"command":["./sim","--x"],` +
 			`"cwd":"/home/a","env":{"A":"1"},"stdout":"out.%j","stderr":"err.%j"}`,
 		`{"nodes":1}{}`, `{"x":1}`, `{"qpu":{"":0}}`, `"\ud800"`, `{"name":"\xff"}`,
+		// Values past the limits (api.Limits).
+		`{"nodes":1,"walltime_s":9223372036854775807,"command":["a"]}`,
+		`{"nodes":1,"walltime_s":31622401,"command":["a"]}`,
+		`{"nodes":1,"command":["a"],"afterok":[18446744073709551615]}`,
+		`{"nodes":1,"command":["a"],"begin":"9999-12-31T23:59:59Z"}`,
+		`{"nodes":1,"command":["a"],"begin":"0001-01-01T00:00:01Z"}`,
+		`{"nodes":1048577,"command":["a"]}`,
+		`{"nodes":1,"command":["a"],"qpu":{"qpu0":65537}}`,
+		`{"nodes":1,"command":["a"],"env":{"A":"` + strings.Repeat("x", 200) + `"}}`,
 	} {
 		f.Add([]byte(s))
 	}
+	small := Limits{MaxWalltime: 24 * time.Hour, MaxEnvBytes: 100}
+	now := time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var req SubmitRequest
 		if err := DecodeRequest(data, &req); err != nil {
@@ -74,6 +85,35 @@ func FuzzDecodeRequest(f *testing.F) {
 			return
 		}
 		_ = req.Validate() // must not panic either
+		for _, l := range []Limits{{}, small} {
+			if err := l.Check(now, &req); err != nil {
+				if !errors.Is(err, ErrInvalidArgument) {
+					t.Fatalf("Check: error %v is not invalid_argument", err)
+				}
+				continue
+			}
+			// What passes is within the limits.
+			l = l.normalized()
+			env := 0
+			for k, v := range req.Env {
+				env += len(k) + len(v) + 2
+			}
+			switch {
+			case req.Walltime < 0 || time.Duration(req.Walltime)*time.Second > l.MaxWalltime:
+				t.Fatalf("walltime %d passed %+v", req.Walltime, l)
+			case env > l.MaxEnvBytes:
+				t.Fatalf("environment of %d bytes passed %+v", env, l)
+			case req.Nodes > MaxNodes:
+				t.Fatalf("nodes %d passed", req.Nodes)
+			case !req.Begin.IsZero() && (req.Begin.Unix() < 0 || req.Begin.After(now.Add(MaxAhead))):
+				t.Fatalf("begin %v passed", req.Begin)
+			}
+			for _, d := range req.Dependencies() {
+				if d.Job > MaxJobID {
+					t.Fatalf("dependency %v passed", d)
+				}
+			}
+		}
 		b1, err := json.Marshal(&req)
 		if err != nil {
 			t.Fatalf("accepted request does not encode: %v", err)

@@ -42,13 +42,17 @@ const (
 	// CodeInternal: a bug or an unexpected failure inside the broker; the
 	// broker log has the details under the reference in the message.
 	CodeInternal Code = "internal"
+	// CodeTooManyRequests: the caller has too many requests in flight or
+	// waiting at once (the broker's per-user limits); retry when some
+	// have been answered.
+	CodeTooManyRequests Code = "too_many_requests"
 )
 
 // Codes lists every code of this protocol version, in table order.
 var Codes = []Code{
 	CodeInvalidArgument, CodeNotFound, CodePermissionDenied, CodeUnauthenticated,
 	CodeConflict, CodeFailedPrecondition, CodeNoResources, CodeUnavailable,
-	CodeDeadlineExceeded, CodeCanceled, CodeInternal,
+	CodeDeadlineExceeded, CodeCanceled, CodeInternal, CodeTooManyRequests,
 }
 
 // Known reports whether c is a code of this protocol version.
@@ -105,6 +109,7 @@ var (
 	ErrDeadlineExceeded   = &Error{Code: CodeDeadlineExceeded, Message: "deadline exceeded"}
 	ErrCanceled           = &Error{Code: CodeCanceled, Message: "canceled"}
 	ErrInternal           = &Error{Code: CodeInternal, Message: "internal error"}
+	ErrTooManyRequests    = &Error{Code: CodeTooManyRequests, Message: "too many requests"}
 )
 
 // Errorf returns an *Error with the given code and a message formatted as by

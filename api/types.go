@@ -412,14 +412,18 @@ type UserAddRequest struct {
 	// Executor asks for QPU executor credentials (role executor) instead
 	// of a user's: they may only speak the executor protocol.
 	Executor bool `json:"executor,omitempty"`
+	// ExpiresS, when not 0, makes the credentials stop working that many
+	// seconds after they are issued (at most MaxCredsLife).
+	ExpiresS int64 `json:"expires_s,omitempty"`
 }
 
 // UserAddReply carries the new user's credentials: the text of a NATS .creds
 // file, to be saved with mode 0600.
 type UserAddReply struct {
-	Name  string `json:"name"`
-	Admin bool   `json:"admin"`
-	Creds string `json:"creds"`
+	Name    string    `json:"name"`
+	Admin   bool      `json:"admin"`
+	Creds   string    `json:"creds"`
+	Expires time.Time `json:"expires,omitzero"`
 }
 
 // User is a user known to the broker. Credentials are never stored.
@@ -427,6 +431,11 @@ type User struct {
 	Name    string    `json:"name"`
 	Admin   bool      `json:"admin,omitempty"`
 	Created time.Time `json:"created,omitzero"`
+	// Key is the public key of the user's current credentials, by which
+	// they are revoked (see OpUserRevoke); empty when they have none.
+	Key string `json:"key,omitempty"`
+	// Expires is when the current credentials stop working (zero: never).
+	Expires time.Time `json:"expires,omitzero"`
 }
 
 // UsersReply lists the users known to the broker, by name.

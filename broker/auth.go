@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
@@ -36,9 +37,14 @@ const (
 
 	accountName = "STRATA"
 	brokerName  = "strata-broker"
-	// brokerInbox is the inbox prefix of the broker's own connection. It does
-	// not start with "_INBOX", so no user or admin permission covers it.
+	// brokerInbox is the inbox prefix of the broker's serving connection.
+	// It does not start with "_INBOX", so no user or admin permission
+	// covers it.
 	brokerInbox = "_STRATA_INBOX"
+	// storeInbox is the inbox prefix of the broker's store connection, on
+	// which JetStream answers it. The serving connection may not publish
+	// there, so no request can forge a JetStream reply.
+	storeInbox = "_STRATA_STORE"
 	// adminInbox is the default inbox that tools like the nats CLI use;
 	// admins may subscribe to it so that `nats micro ls` works.
 	adminInbox = "_INBOX"
@@ -97,16 +103,38 @@ func loadIdentity(dir string, create bool) (*identity, error) {
 		return nil, fmt.Errorf("broker: sign system account JWT: %w", err)
 	}
 
+	if id.accountJWT, _, err = id.signAccount(nil); err != nil {
+		return nil, err
+	}
+	return id, nil
+}
+
+// signAccount returns the Strata account's JWT, signed by the operator,
+// with revoked (user public key → Unix time: user JWTs of that key issued
+// at or before it are refused) as its revocation list.
+func (id *identity) signAccount(revoked map[string]int64) (string, *jwt.AccountClaims, error) {
 	ac := jwt.NewAccountClaims(id.accountPub)
 	ac.Name = accountName
 	ac.Limits.JetStreamLimits = jwt.JetStreamLimits{
 		MemoryStorage: jwt.NoLimit, DiskStorage: jwt.NoLimit,
 		Streams: jwt.NoLimit, Consumer: jwt.NoLimit, MaxAckPending: jwt.NoLimit,
 	}
-	if id.accountJWT, err = ac.Encode(id.operator); err != nil {
-		return nil, fmt.Errorf("broker: sign account JWT: %w", err)
+	if len(revoked) > 0 {
+		ac.Revocations = jwt.RevocationList{}
 	}
-	return id, nil
+	for key, at := range revoked {
+		ac.Revocations.Revoke(key, time.Unix(at, 0))
+	}
+	s, err := ac.Encode(id.operator)
+	if err != nil {
+		return "", nil, fmt.Errorf("broker: sign account JWT: %w", err)
+	}
+	// The server wants the claims as decoded from the JWT.
+	dc, err := jwt.DecodeAccountClaims(s)
+	if err != nil {
+		return "", nil, fmt.Errorf("broker: account JWT: %w", err)
+	}
+	return s, dc, nil
 }
 
 // loadKey reads an nkey seed file, or with create makes one (mode 0600)
@@ -164,31 +192,74 @@ type grant struct {
 	role  api.Role
 	name  string
 	admin bool // users only: may also publish $SRV.> and read _INBOX.>
-	full  bool // the broker itself: no restrictions
+	// expires, when not zero, is when the credentials stop working.
+	expires time.Time
+	full    bool // the broker's store connection: no restrictions
+	serve   bool // the broker's serving connection: see servePubDeny
 }
+
+// servePubDeny is what the broker's serving connection may not publish to.
+// That connection receives every request and answers on the request's
+// reply subject, which the sender chooses, also in the micro framework's
+// own $SRV.PING, INFO and STATS handlers that Strata cannot filter. So it
+// may not publish into JetStream ($JS, $KV, $O: the buckets), the system
+// and micro APIs, any Strata request or executor subject (a reply there
+// would be a request in another user's name), or the store connection's
+// inbox.
+//
+// It is a deny list because NATS permissions match whole tokens: the user
+// inboxes _INBOX_alice, _INBOX_bob... have no common pattern to allow. The
+// server's allow_responses (ResponsePermission) does not help either: a
+// subject allowed as a response is allowed even when a deny list matches
+// it, so a reply subject of $KV.x would be let through. Replies to Strata
+// operations are also checked against an allow list in code
+// (Broker.replyAllowed).
+var servePubDeny = []string{
+	"$JS.>", "$JSC.>", "$KV.>", "$O.>", "$NRG.>", "$SYS.>", "$SRV.>", "$MQTT.>",
+	"strata.>",
+	storeInbox + ".>",
+}
+
+// serveSubAllow is what the serving connection may subscribe to: requests,
+// the micro API and its own inbox.
+var serveSubAllow = []string{api.SubjectPrefix + ".>", "$SRV.>", brokerInbox + ".>"}
 
 // mint returns the text of a .creds file for g, signed by the account key.
 func (id *identity) mint(g grant) ([]byte, error) {
+	creds, _, err := id.mintKey(g)
+	return creds, err
+}
+
+// mintKey is mint that also returns the public key of the credentials,
+// by which they are revoked.
+func (id *identity) mintKey(g grant) ([]byte, string, error) {
 	ukp, err := nkeys.CreateUser()
 	if err != nil {
-		return nil, fmt.Errorf("broker: create user key: %w", err)
+		return nil, "", fmt.Errorf("broker: create user key: %w", err)
 	}
 	upub, _ := ukp.PublicKey()
 	uc := jwt.NewUserClaims(upub)
 	uc.Name = g.name
+	if !g.expires.IsZero() {
+		uc.Expires = g.expires.Unix()
+	}
 	switch {
 	case g.full:
 		uc.Tags.Add(api.RoleTag + "broker")
+	case g.serve:
+		uc.Tags.Add(api.RoleTag + "broker")
+		uc.Pub.Deny.Add(servePubDeny...)
+		uc.Sub.Allow.Add(serveSubAllow...)
 	default:
 		if err := g.role.Validate(g.name); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		uc.Tags.Add(api.RoleTag + string(g.role))
 		uc.Pub.Allow.Add(g.role.SubjectPrefix(g.name) + ".>")
 		uc.Sub.Allow.Add(g.role.InboxPrefix(g.name) + ".>")
 		if g.admin {
 			if g.role != api.RoleUser {
-				return nil, fmt.Errorf("broker: only users can be admins, not %s %s", g.role, g.name)
+				return nil, "", fmt.Errorf("broker: only users can be admins, not %s %s", g.role, g.name)
 			}
 			uc.Tags.Add("strata-admin")
 			uc.Pub.Allow.Add("$SRV.>")
@@ -197,13 +268,14 @@ func (id *identity) mint(g grant) ([]byte, error) {
 	}
 	ujwt, err := uc.Encode(id.account)
 	if err != nil {
-		return nil, fmt.Errorf("broker: sign user JWT for %s: %w", g.name, err)
+		return nil, "", fmt.Errorf("broker: sign user JWT for %s: %w", g.name, err)
 	}
 	seed, err := ukp.Seed()
 	if err != nil {
-		return nil, fmt.Errorf("broker: user seed: %w", err)
+		return nil, "", fmt.Errorf("broker: user seed: %w", err)
 	}
-	return jwt.FormatUserConfig(ujwt, seed)
+	creds, err := jwt.FormatUserConfig(ujwt, seed)
+	return creds, upub, err
 }
 
 // jwtOf returns the user JWT of a .creds text.

@@ -178,12 +178,18 @@ func TestUserAdd(t *testing.T) {
 	if err := admin.Call(ctx, api.OpUserAdd, api.UserAddRequest{Name: "dave", Force: true}, &rep); err != nil || rep.Admin {
 		t.Fatalf("demote dave: admin %v, %v", rep.Admin, err)
 	}
+	// His old (admin) credentials are revoked: the connection is cut off.
+	if who, err := dave.Whoami(ctx); err == nil {
+		t.Errorf("dave's old admin credentials still work after demotion: %+v", who)
+	}
+	dave = dial(t, b, "root", saveCreds(t, "dave", rep.Creds))
 	if who, err := dave.Whoami(ctx); err != nil || who.Admin {
 		t.Errorf("dave whoami after demotion = %+v, %v", who, err)
 	}
 	if err := admin.Call(ctx, api.OpUserAdd, api.UserAddRequest{Name: "dave", Admin: true, Force: true}, &rep); err != nil || !rep.Admin {
 		t.Fatalf("promote dave: admin %v, %v", rep.Admin, err)
 	}
+	dave = dial(t, b, "root", saveCreds(t, "dave", rep.Creds))
 	if err := admin.Call(ctx, api.OpUserAdd, api.UserAddRequest{Name: "ops"}, &rep); err != nil || !rep.Admin {
 		t.Fatalf("add configured admin ops: admin %v, %v", rep.Admin, err)
 	}

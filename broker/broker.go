@@ -33,21 +33,28 @@ type Broker struct {
 	log  *slog.Logger
 	id   *identity // nil: external NATS and no account key; cannot mint credentials
 
-	srv *server.Server // nil with an external NATS
-	nc  *nats.Conn
-	js  jetstream.JetStream
-	kv  jetstream.KeyValue // users
+	srv      *server.Server         // nil with an external NATS
+	resolver *server.MemAccResolver // the embedded server's account JWTs
+	nc       *nats.Conn             // the store connection: JetStream only (see connect)
+	snc      *nats.Conn             // the serving connection: requests and replies
+	js       jetstream.JetStream
+	kv       jetstream.KeyValue // users
+	rkv      jetstream.KeyValue // revoked credentials (RevokedBucket)
 
 	ctx    context.Context // cancelled by Shutdown; handlers run under it
 	cancel context.CancelFunc
 	sem    chan struct{} // bounds in-flight requests
 	parked chan struct{} // bounds requests waiting in Request.Blocking
 
+	refusedLog logLimiter // rate-limits log lines about refused requests
+
 	mu       sync.Mutex
-	state    int             // stateNew, stateRunning, stateClosing, stateClosed
-	admins   map[string]bool // configured: AdminUser and Options.Admins
-	granted  map[string]bool // users recorded with admin rights (kept current by watchUsers)
-	bg       sync.WaitGroup  // background goroutines (the users watcher)
+	state    int                  // stateNew, stateRunning, stateClosing, stateClosed
+	admins   map[string]bool      // configured: AdminUser and Options.Admins
+	granted  map[string]bool      // users recorded with admin rights (kept current by watchUsers)
+	revoked  map[string]int64     // revoked user keys → when (see revoke.go)
+	load     map[string]*userLoad // requests in the broker, by user (see limits.go)
+	bg       sync.WaitGroup       // background goroutines (the users watcher)
 	services map[string]*Service
 	inflight sync.WaitGroup
 	done     chan struct{}
@@ -95,18 +102,21 @@ func New(opts Options) (*Broker, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Broker{
-		lock:     lock,
-		opts:     o,
-		log:      o.Logger,
-		id:       id,
-		ctx:      ctx,
-		cancel:   cancel,
-		sem:      make(chan struct{}, o.MaxInflight),
-		parked:   make(chan struct{}, parkedPerInflight*o.MaxInflight),
-		admins:   admins,
-		granted:  map[string]bool{},
-		services: map[string]*Service{},
-		done:     make(chan struct{}),
+		lock:       lock,
+		opts:       o,
+		log:        o.Logger,
+		id:         id,
+		ctx:        ctx,
+		cancel:     cancel,
+		sem:        make(chan struct{}, o.MaxInflight),
+		parked:     make(chan struct{}, parkedPerInflight*o.MaxInflight),
+		refusedLog: logLimiter{period: refusedLogPeriod, burst: refusedLogBurst},
+		admins:     admins,
+		granted:    map[string]bool{},
+		revoked:    map[string]int64{},
+		load:       map[string]*userLoad{},
+		services:   map[string]*Service{},
+		done:       make(chan struct{}),
 	}, nil
 }
 
@@ -147,6 +157,9 @@ func (b *Broker) start() error {
 	ctx, cancel := context.WithTimeout(b.ctx, b.opts.StartTimeout)
 	defer cancel()
 	if b.kv, err = b.KeyValue(ctx, jetstream.KeyValueConfig{Bucket: UsersBucket, Description: "Strata users", History: 5}); err != nil {
+		return err
+	}
+	if err := b.loadRevocations(ctx); err != nil {
 		return err
 	}
 	if err := b.watchUsers(ctx); err != nil {
@@ -190,6 +203,9 @@ func (b *Broker) Shutdown() {
 		}
 		b.cancel()
 		b.waitInflight()
+		if b.snc != nil {
+			b.snc.Close()
+		}
 		if b.nc != nil {
 			b.nc.Close()
 		}
@@ -230,8 +246,8 @@ func (b *Broker) Options() Options { return b.opts }
 // Logger returns the broker's logger.
 func (b *Broker) Logger() *slog.Logger { return b.log }
 
-// Conn returns the broker's own NATS connection (full permissions in the
-// Strata account). Do not close it.
+// Conn returns the broker's store connection (full permissions in the
+// Strata account), which serves no request. Do not close it.
 func (b *Broker) Conn() *nats.Conn { return b.nc }
 
 // JetStream returns the JetStream context of the broker's connection.
@@ -291,8 +307,8 @@ func (b *Broker) noKeyError() error {
 // for it. The user is recorded with admin rights when req.Admin is set; the
 // credentials carry admin permissions then, and for configured admins
 // (AdminUser, Options.Admins). An existing user is a conflict error unless
-// req.Force, which issues new credentials (old ones stay valid: NATS user
-// JWTs are not revoked).
+// req.Force, which issues new credentials and revokes the old ones (see
+// RevokeUser; with an embedded server).
 func (b *Broker) AddUser(ctx context.Context, req api.UserAddRequest) (api.UserAddReply, error) {
 	if req.Executor {
 		// Executors are not users: nothing is recorded, and their
@@ -312,20 +328,34 @@ func (b *Broker) AddUser(ctx context.Context, req api.UserAddRequest) (api.UserA
 	if b.kv == nil {
 		return api.UserAddReply{}, api.Errorf(api.CodeUnavailable, "the broker is not running")
 	}
+	if b.id == nil {
+		return api.UserAddReply{}, b.noKeyError()
+	}
 	b.mu.Lock()
 	admin := req.Admin || b.admins[req.Name] // configured admins always get admin credentials
 	b.mu.Unlock()
-	creds, err := b.MintCreds(api.RoleUser, req.Name, admin)
+	now := time.Now().UTC().Truncate(time.Second)
+	var expires time.Time
+	if req.ExpiresS > 0 {
+		expires = now.Add(time.Duration(req.ExpiresS) * time.Second)
+	}
+	creds, key, err := b.id.mintKey(grant{role: api.RoleUser, name: req.Name, admin: admin, expires: expires})
 	if err != nil {
 		return api.UserAddReply{}, err
 	}
-	rec, _ := json.Marshal(api.User{Name: req.Name, Admin: req.Admin || req.Name == AdminUser, Created: time.Now().UTC().Truncate(time.Second)})
+	rec, _ := json.Marshal(api.User{Name: req.Name, Admin: req.Admin || req.Name == AdminUser, Created: now, Key: key, Expires: expires})
+	var old api.User
 	if req.Force {
+		if e, gErr := b.kv.Get(ctx, req.Name); gErr == nil {
+			if uErr := json.Unmarshal(e.Value(), &old); uErr != nil {
+				b.log.Warn("bad user record", "user", req.Name, "err", uErr)
+			}
+		}
 		_, err = b.kv.Put(ctx, req.Name, rec)
 	} else {
 		_, err = b.kv.Create(ctx, req.Name, rec)
 		if errors.Is(err, jetstream.ErrKeyExists) {
-			return api.UserAddReply{}, api.Errorf(api.CodeConflict, "user %s already exists; add --force to issue new credentials (the old ones stay valid)", req.Name)
+			return api.UserAddReply{}, api.Errorf(api.CodeConflict, "user %s already exists; add --force to issue new credentials (the old ones are revoked)", req.Name)
 		}
 	}
 	if err != nil {
@@ -334,7 +364,14 @@ func (b *Broker) AddUser(ctx context.Context, req api.UserAddRequest) (api.UserA
 	b.mu.Lock()
 	b.granted[req.Name] = req.Admin
 	b.mu.Unlock()
-	return api.UserAddReply{Name: req.Name, Admin: admin, Creds: string(creds)}, nil
+	// New credentials (and so any change of role) revoke the old ones: a
+	// demoted admin loses $SRV.> at once.
+	if old.Key != "" && old.Key != key && b.srv != nil {
+		if err := b.revokeKey(ctx, req.Name, old.Key); err != nil {
+			return api.UserAddReply{}, err
+		}
+	}
+	return api.UserAddReply{Name: req.Name, Admin: admin, Creds: string(creds), Expires: expires}, nil
 }
 
 // Users returns the users recorded in the users bucket, by name.

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -27,7 +26,34 @@ func (r *Runtime) handler(path string) Handler {
 	}
 	r.resvOps(m)
 	r.qpuOps(m)
+	if path != r.in.Path() {
+		for op, f := range m {
+			m[op] = r.admitted(f)
+		}
+	}
 	return m
+}
+
+// admitted wraps the handler of an operation on a child instance: only
+// users the instance admits (instance.Admits: a reservation's access list,
+// a job instance's owner) reach f. Job IDs are global, so without this a
+// user not listed on a reservation could cancel or wait on jobs, his own
+// or others', through its instance.
+func (r *Runtime) admitted(f HandlerFunc) HandlerFunc {
+	return func(ctx context.Context, q Request) (any, error) {
+		r.mu.Lock()
+		inst, err := r.instanceOf(q)
+		if err == nil {
+			if aErr := inst.Admits(actor(q)); aErr != nil {
+				err = coreError(aErr)
+			}
+		}
+		r.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		return f(ctx, q)
+	}
 }
 
 // instanceOf returns the instance a request is addressed to. r.mu must be
@@ -53,9 +79,10 @@ func (r *Runtime) submit(ctx context.Context, q Request) (any, error) {
 	if sr.Cwd == "" || !strings.HasPrefix(sr.Cwd, "/") {
 		return nil, api.Errorf(api.CodeInvalidArgument, "cwd %q is not an absolute path: submit from the directory the job should run in", sr.Cwd)
 	}
-	if fi, err := os.Stat(sr.Cwd); err != nil || !fi.IsDir() {
-		return nil, api.Errorf(api.CodeInvalidArgument, "cwd %s is not a directory on the broker's machine", sr.Cwd)
-	}
+	// The working directory is not looked at here: a check by the broker,
+	// with its privileges, would tell any user whether a path exists
+	// (cwd /root/.ssh). It is checked where and as whom the job runs,
+	// when it starts: a job whose cwd is missing fails with the reason.
 	spec := instance.Spec{
 		Name: sr.Name, Nodes: sr.Nodes, Walltime: instance.Duration(sr.Walltime), Slots: sr.QPU,
 		Resv: sr.Resv, Hold: sr.Hold, Requeue: sr.Requeue, Child: sr.Instance,
@@ -215,13 +242,14 @@ func (r *Runtime) update(ctx context.Context, q Request) (any, error) {
 // visible returns job id if q's user may see it.
 func (r *Runtime) visible(q Request, id api.JobID) (instance.Job, error) {
 	j, ok := r.in.Job(instance.JobID(id))
-	if !ok {
-		return j, api.Errorf(api.CodeNotFound, "no job %d; list your jobs with 'strata jobs'", id)
+	switch {
+	case ok && (q.Admin || j.Spec.User == q.User):
+		return j, nil
+	case q.Admin:
+		return j, api.Errorf(api.CodeNotFound, "no job %d; list jobs with 'strata jobs -u \"*\"'", id)
 	}
-	if !q.Admin && j.Spec.User != q.User {
-		return j, api.Errorf(api.CodePermissionDenied, "job %d belongs to %s; you may see only your own jobs", id, j.Spec.User)
-	}
-	return j, nil
+	// The same answer for another user's job as for none: no oracle.
+	return j, api.Errorf(api.CodeNotFound, "no job %d of yours; list your jobs with 'strata jobs'", id)
 }
 
 func (r *Runtime) job(_ context.Context, q Request) (any, error) {

@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"os"
@@ -166,4 +167,13 @@ func wantCode(t *testing.T, err error, code api.Code) *api.Error {
 		t.Fatalf("error code %s (%q), want %s", ae.Code, ae.Message, code)
 	}
 	return ae
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

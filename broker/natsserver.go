@@ -63,38 +63,73 @@ func (b *Broker) startEmbedded() error {
 		}
 	}
 	b.srv = s
+	b.resolver = resolver
 	return nil
 }
 
-// connect opens the broker's own connection: in-process to the embedded
-// server, or to NatsURL.
+// connect opens the broker's two connections (in-process to the embedded
+// server, or to NatsURL): the store connection, with full permissions, for
+// JetStream and nothing else; and the serving connection, which takes
+// requests and answers them, with the narrow permissions of a serve grant
+// (see servePubDeny). With an external server and Creds, the broker does
+// not mint credentials, and both are one connection with the permissions
+// of Creds.
 func (b *Broker) connect() error {
+	nc, err := b.dial(grant{name: brokerName, full: true}, storeInbox)
+	if err != nil {
+		return err
+	}
+	b.nc = nc
+	if b.srv == nil && b.opts.Creds != "" {
+		b.log.Warn("requests are served on the connection of Creds, with its permissions; "+
+			"without Creds, the broker mints itself a serving connection that cannot write its state from the account key",
+			"key", filepath.Join(b.opts.StateDir, keysDir, accountFile))
+		b.snc = nc
+		return nil
+	}
+	snc, err := b.dial(grant{name: brokerName + "-serve", serve: true}, brokerInbox)
+	if err != nil {
+		return err
+	}
+	b.snc = snc
+	return nil
+}
+
+// dial opens one connection of the broker with the credentials of g (or
+// Creds when the broker cannot mint) and the inbox prefix inbox.
+func (b *Broker) dial(g grant, inbox string) (*nats.Conn, error) {
 	opts := []nats.Option{
-		nats.Name(brokerName),
-		nats.CustomInboxPrefix(brokerInbox),
+		nats.Name(g.name),
+		nats.CustomInboxPrefix(inbox),
 		nats.Timeout(b.opts.StartTimeout),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			warn := b.log.Warn
+			if g.serve {
+				// Requests can cause these (a reply subject the serving
+				// connection may not publish to): rate-limited.
+				warn = b.refused
+			}
 			if sub != nil {
-				b.log.Warn("NATS error", "subject", sub.Subject, "err", err)
+				warn("NATS error", "conn", g.name, "subject", sub.Subject, "err", err)
 				return
 			}
-			b.log.Warn("NATS error", "err", err)
+			warn("NATS error", "conn", g.name, "err", err)
 		}),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
-				b.log.Warn("disconnected from NATS", "err", err)
+				b.log.Warn("disconnected from NATS", "conn", g.name, "err", err)
 			}
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
-			b.log.Info("reconnected to NATS", "server", nc.ConnectedUrlRedacted())
+			b.log.Info("reconnected to NATS", "conn", g.name, "server", nc.ConnectedUrlRedacted())
 		}),
 	}
 	var url string
 	switch {
 	case b.srv != nil:
-		creds, err := b.id.mint(grant{name: brokerName, full: true})
+		creds, err := b.id.mint(g)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		opts = append(opts, nats.InProcessServer(b.srv), credsOption(creds))
 	case b.opts.Creds != "":
@@ -102,13 +137,13 @@ func (b *Broker) connect() error {
 		opts = append(opts, nats.UserCredentials(b.opts.Creds), nats.MaxReconnects(-1))
 	case b.id != nil:
 		url = b.opts.NatsURL
-		creds, err := b.id.mint(grant{name: brokerName, full: true})
+		creds, err := b.id.mint(g)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		opts = append(opts, credsOption(creds), nats.MaxReconnects(-1))
 	default:
-		return fmt.Errorf("broker: no credentials for %s: set Creds, or put the Strata account key in %s",
+		return nil, fmt.Errorf("broker: no credentials for %s: set Creds, or put the Strata account key in %s",
 			b.opts.NatsURL, filepath.Join(b.opts.StateDir, keysDir, accountFile))
 	}
 	nc, err := nats.Connect(url, opts...)
@@ -117,10 +152,9 @@ func (b *Broker) connect() error {
 		if where == "" {
 			where = "the embedded server"
 		}
-		return fmt.Errorf("broker: connect to NATS at %s: %w", where, err)
+		return nil, fmt.Errorf("broker: connect to NATS at %s: %w", where, err)
 	}
-	b.nc = nc
-	return nil
+	return nc, nil
 }
 
 // credsOption authenticates with the text of a .creds file held in memory.

@@ -66,6 +66,18 @@ type Options struct {
 	// MaxInflight bounds the requests being handled at once, over all
 	// instances; a request past it waits in its subscription. Default 1024.
 	MaxInflight int
+
+	// MaxActivePerUser bounds one user's requests being handled at once,
+	// MaxRequestsPerUser one user's requests in the broker, waits
+	// included (see limits.go). Past them a request is answered with
+	// too_many_requests. Defaults DefaultMaxActivePerUser and
+	// DefaultMaxRequestsPerUser.
+	MaxActivePerUser, MaxRequestsPerUser int
+
+	// Limits bounds the values of every request (api.Limits.Check); the
+	// zero value means api's defaults (walltime 366 days, environment
+	// 128 KiB).
+	Limits api.Limits
 }
 
 // Defaults of Options.
@@ -131,6 +143,15 @@ func (o Options) normalize() (Options, error) {
 	}
 	if o.MaxInflight <= 0 {
 		o.MaxInflight = DefaultMaxInflight
+	}
+	if o.MaxActivePerUser <= 0 {
+		o.MaxActivePerUser = DefaultMaxActivePerUser
+	}
+	if o.MaxRequestsPerUser <= 0 {
+		o.MaxRequestsPerUser = DefaultMaxRequestsPerUser
+	}
+	if err := o.Limits.Validate(); err != nil {
+		return o, fmt.Errorf("broker: %w", err)
 	}
 	return o, nil
 }

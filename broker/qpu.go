@@ -62,7 +62,7 @@ type qpuAbort struct {
 func (r *Runtime) sendAborts(as []qpuAbort) {
 	for _, a := range as {
 		data, _ := json.Marshal(api.ExecTask{ID: uint64(a.job)})
-		if err := r.b.nc.Publish(api.RoleExecutor.InboxPrefix(a.exec)+".abort", data); err != nil {
+		if err := r.b.snc.Publish(api.RoleExecutor.InboxPrefix(a.exec)+".abort", data); err != nil {
 			r.b.log.Warn("cannot tell an executor to abort", "executor", a.exec, "job", a.job, "err", err)
 		}
 	}
@@ -379,13 +379,11 @@ func (r *Runtime) qpuSubmit(ctx context.Context, q Request) (any, error) {
 // qpuVisible returns QPU job id if q's user may see it.
 func (r *Runtime) qpuVisible(q Request, id uint64) (qpu.Job, error) {
 	j, ok := r.qp.s.Job(qpu.JobID(id))
-	if !ok {
-		return j, api.Errorf(api.CodeNotFound, "no QPU job %d; list yours with 'strata qpu jobs'", id)
+	if ok && (q.Admin || j.User == q.User) {
+		return j, nil
 	}
-	if !q.Admin && j.User != q.User {
-		return j, api.Errorf(api.CodePermissionDenied, "QPU job %d belongs to %s; you may see only your own", id, j.User)
-	}
-	return j, nil
+	// The same answer for another user's QPU job as for none: no oracle.
+	return j, api.Errorf(api.CodeNotFound, "no QPU job %d of yours; list yours with 'strata qpu jobs'", id)
 }
 
 func (r *Runtime) qpuJobs(_ context.Context, q Request) (any, error) {
@@ -738,7 +736,7 @@ func qpuAccounting(ar api.QPUAcctRequest, now time.Time, user string, admin bool
 // operation on strata.v1.exec.*.OP. The NATS server lets executor NAME
 // publish only under its own name, so the subject's token is who sent it.
 func (r *Runtime) serveExecutors() error {
-	svc, err := micro.AddService(r.b.nc, micro.Config{
+	svc, err := micro.AddService(r.b.snc, micro.Config{
 		Name: "strata-qpu-executors", Version: r.b.opts.Version,
 		Description: "Strata QPU executor protocol",
 		Metadata:    map[string]string{"protocol": fmt.Sprint(api.Version)},
@@ -776,7 +774,7 @@ func (r *Runtime) executorOf(m micro.Request) (string, bool) {
 	}
 	name := toks[3]
 	if !strings.HasPrefix(m.Reply(), api.RoleExecutor.InboxPrefix(name)+".") {
-		r.b.log.Warn("executor request with a foreign reply subject dropped", "subject", m.Subject(), "reply", m.Reply())
+		r.b.refused("executor request with a foreign reply subject dropped", "subject", m.Subject(), "reply", m.Reply())
 		return "", false
 	}
 	return name, true

@@ -51,8 +51,10 @@ func (r Request) Blocking(f func()) {
 		return
 	}
 	<-r.b.sem
+	r.b.parkUser(r.User, true)
 	defer func() {
 		r.b.sem <- struct{}{}
+		r.b.parkUser(r.User, false)
 		<-r.b.parked
 	}()
 	f()
@@ -62,8 +64,20 @@ func (r Request) Blocking(f func()) {
 // of Options.MaxInflight.
 const parkedPerInflight = 16
 
-// Decode decodes Data strictly into v (see api.DecodeRequest).
-func (r Request) Decode(v any) error { return api.DecodeRequest(r.Data, v) }
+// Decode decodes Data strictly into v (see api.DecodeRequest) and bounds
+// its values by the broker's Options.Limits (api.Limits.Check; a Request
+// made by hand: api's defaults). Every handler decodes through here, so
+// this is the one place where request values are bounded.
+func (r Request) Decode(v any) error {
+	if err := api.DecodeRequest(r.Data, v); err != nil {
+		return err
+	}
+	var l api.Limits
+	if r.b != nil {
+		l = r.b.opts.Limits
+	}
+	return l.Check(time.Now(), v)
+}
 
 // Handler serves the operations of one instance.
 type Handler interface {
@@ -185,7 +199,7 @@ func (b *Broker) ServeInstance(path string, h Handler) (*Service, error) {
 
 	b.mu.Lock()
 	switch {
-	case b.state != stateRunning || b.nc == nil:
+	case b.state != stateRunning || b.snc == nil:
 		b.mu.Unlock()
 		return nil, api.Errorf(api.CodeUnavailable, "broker: serve %s: the broker is not running", path)
 	case b.services[path] != nil:
@@ -206,7 +220,7 @@ func (b *Broker) ServeInstance(path string, h Handler) (*Service, error) {
 
 func (s *Service) start() error {
 	b := s.b
-	svc, err := micro.AddService(b.nc, micro.Config{
+	svc, err := micro.AddService(b.snc, micro.Config{
 		Name:        api.ServiceName(s.path),
 		Version:     b.opts.Version,
 		Description: "Strata instance " + s.path,
@@ -242,7 +256,7 @@ func (s *Service) start() error {
 	}
 	// Make sure the server has every subscription before callers are told
 	// the instance is served.
-	if err := b.nc.Flush(); err != nil {
+	if err := b.snc.Flush(); err != nil {
 		svc.Stop()
 		return fmt.Errorf("broker: serve %s: %w", s.path, err)
 	}
@@ -281,8 +295,8 @@ func (s *Service) Stop() error {
 		return err
 	}
 	// Once Stop returns, the server no longer routes requests here.
-	if s.b.nc.IsConnected() {
-		_ = s.b.nc.Flush()
+	if s.b.snc.IsConnected() {
+		_ = s.b.snc.Flush()
 	}
 	return nil
 }
@@ -327,16 +341,21 @@ func (s *Service) dispatch(op string, r micro.Request) {
 	}
 	admin := b.IsAdmin(user)
 	if !b.replyAllowed(user, admin, reply) {
-		b.log.Warn("request with a foreign reply subject dropped", "user", user, "subject", r.Subject(), "reply", reply)
+		b.refused("request with a foreign reply subject dropped", "user", user, "subject", r.Subject(), "reply", reply)
 		return
 	}
 	req := Request{User: user, Admin: admin, Path: path, Op: op, Data: r.Data(), b: b}
+	if err := b.admitUser(user); err != nil {
+		b.respond(reply, nil, err)
+		return
+	}
 
 	b.sem <- struct{}{}
 	b.mu.Lock()
 	if b.state != stateRunning {
 		b.mu.Unlock()
 		<-b.sem
+		b.releaseUser(user)
 		b.respond(reply, nil, api.Errorf(api.CodeUnavailable, "the Strata broker is shutting down; retry when it is back"))
 		return
 	}
@@ -344,7 +363,7 @@ func (s *Service) dispatch(op string, r micro.Request) {
 	b.mu.Unlock()
 	s.count(op, func(st *opStats) { st.InFlight++ })
 	s.spawn(func() {
-		defer func() { <-b.sem; b.inflight.Done() }()
+		defer func() { <-b.sem; b.releaseUser(user); b.inflight.Done() }()
 		start := time.Now()
 		v, err, panicked := s.call(req)
 		if err != nil {
@@ -467,7 +486,7 @@ func (b *Broker) respond(reply string, v any, err error) {
 		msg.Header.Set(api.HeaderError, headerSafe(err.Error()))
 		msg.Header.Set(api.HeaderErrorCode, string(api.CodeOf(err)))
 	}
-	if pErr := b.nc.PublishMsg(msg); pErr != nil {
+	if pErr := b.snc.PublishMsg(msg); pErr != nil {
 		b.log.Warn("cannot send reply", "reply", reply, "err", pErr)
 	}
 }
@@ -513,6 +532,8 @@ func (b *Broker) builtins(path string) map[string]HandlerFunc {
 	if path == api.RootPath {
 		m[api.OpUserAdd] = b.handleUserAdd
 		m[api.OpUsers] = b.handleUsers
+		m[api.OpUserRevoke] = b.handleUserRevoke
+		m[api.OpUserDel] = b.handleUserDel
 	}
 	return m
 }

@@ -202,6 +202,28 @@ func (in *Instance) Child(path string) (*Instance, bool) {
 	return c, ok
 }
 
+// Admits returns nil if who may use this instance at all: admins always;
+// a child job's instance, its owner only; a reservation's instance, the
+// users on its access list only (also those of an enclosing reservation
+// or job instance). Submit checks it, and the broker checks it for every
+// other operation addressed to the instance, so that a user not listed
+// cannot reach jobs through it either. It returns an ErrPermission error.
+func (in *Instance) Admits(who Actor) error {
+	if who.Admin {
+		return nil
+	}
+	for c := in; c != nil; c = c.parent {
+		if c.owner != "" && who.User != c.owner {
+			return fmt.Errorf("%w: instance %s is another user's job; only its owner (and admins) may use it", ErrPermission, in.path)
+		}
+		if r := c.resv; r != nil && !r.hasUser(who.User) {
+			return fmt.Errorf("%w: user %s is not on the access list of reservation %s, so may not use instance %s; ask staff to add you (strata resv update %s --add-users %s)",
+				ErrPermission, who.User, r.Name, in.path, r.Name, who.User)
+		}
+	}
+	return nil
+}
+
 // Ready drains the effects and changed records accumulated so far.
 func (in *Instance) Ready() Ready {
 	r := in.sh.out
@@ -384,7 +406,7 @@ func (in *Instance) submitTarget(who Actor, path string, spec *Spec) (*Instance,
 		return nil, maintRefusal(r)
 	}
 	if target.owner != "" && !who.Admin && who.User != target.owner {
-		return nil, fmt.Errorf("%w: instance %s belongs to %s's job; only they (and admins) may submit into it", ErrPermission, target.path, target.owner)
+		return nil, fmt.Errorf("%w: instance %s is another user's job; only its owner (and admins) may submit into it", ErrPermission, target.path)
 	}
 	if r := target.resv; r != nil {
 		if !who.Admin && !r.hasUser(who.User) {
@@ -663,16 +685,18 @@ func (in *Instance) Requeue(now Time, who Actor, id JobID) error {
 	return nil
 }
 
-// owned returns job id if who may act on it.
+// owned returns job id if who may act on it. A user asking about another
+// user's job gets the same answer as for a job that does not exist, so
+// that refusals tell nobody who owns a job, or that it exists.
 func (in *Instance) owned(who Actor, id JobID, verb string) (*Job, error) {
 	j, ok := in.sh.jobs[id]
-	if !ok {
-		return nil, fmt.Errorf("%w: no job %d; list your jobs with 'strata jobs'", ErrNotFound, id)
+	switch {
+	case ok && (who.Admin || j.Spec.User == who.User):
+		return j, nil
+	case who.Admin:
+		return nil, fmt.Errorf("%w: no job %d; list jobs with 'strata jobs -u \"*\"'", ErrNotFound, id)
 	}
-	if !who.Admin && j.Spec.User != who.User {
-		return nil, fmt.Errorf("%w: job %d belongs to %s; you may %s only your own jobs", ErrPermission, id, j.Spec.User, verb)
-	}
-	return j, nil
+	return nil, fmt.Errorf("%w: no job %d of yours to %s; list your jobs with 'strata jobs'", ErrNotFound, id, verb)
 }
 
 // finishPending ends a pending job without running it.

@@ -82,7 +82,7 @@ func ParseSim(s string, origin, horizon timeline.Time, seq int) (Recurrence, err
 			}
 		case "name":
 			r.Spec.Name = v
-			err = ValidName("reservation", v)
+			err = ValidResvName(v)
 		case "overlap":
 			r.Spec.Overlap, err = ParseOverlap(v)
 		default:

@@ -85,11 +85,44 @@ func ValidName(kind, s string) error {
 	return nil
 }
 
+// JobShaped reports whether name has the shape of a job instance's last
+// path token (j17, as instance.JobPath makes it, with or without leading
+// zeros), which no reservation may take. (A loop, not a regexp: compiling
+// one at init costs every CLI command.)
+func JobShaped(name string) bool {
+	if len(name) < 2 || name[0] != 'j' {
+		return false
+	}
+	for _, c := range name[1:] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidResvName checks a reservation name: a valid name (ValidName) that
+// is not shaped like a job's instance name. A reservation's instance lives
+// at PARENT.NAME and a batch or alloc job's at PARENT.jID, so a
+// reservation named j7 would take the path of job 7's instance (or job
+// 7's, when it comes): the two name spaces are kept apart by refusing such
+// names at creation, whatever jobs exist now.
+func ValidResvName(s string) error {
+	if err := ValidName("reservation", s); err != nil {
+		return err
+	}
+	if JobShaped(s) {
+		return fmt.Errorf("%w: reservation name %q is reserved: names of the form j<digits> are the instances of jobs (root.j7 is job 7's); choose another --name, such as %q",
+			ErrInvalid, s, "resv-"+s)
+	}
+	return nil
+}
+
 // Validate checks what can be checked without the timeline: names, the
 // window against now (a start at now itself is allowed: it starts
 // immediately), counts. It changes nothing.
 func (s *Spec) Validate(now timeline.Time) error {
-	if err := ValidName("reservation", s.Name); err != nil {
+	if err := ValidResvName(s.Name); err != nil {
 		return err
 	}
 	switch {

@@ -48,7 +48,10 @@ func brokerCommand() *cli.Command {
 				&cli.BoolFlag{Name: "qpu-sim", Usage: "also run a simulated QPU executor for every backend, in this process (demos, tests)"},
 				&cli.StringFlag{Name: "policy", Value: "easy", Usage: "queue policy: fcfs, easy, conservative or hybrid:N"},
 				&cli.StringFlag{Name: "default-walltime", Value: "1h", Usage: "walltime of jobs that give none"},
-				&cli.StringFlag{Name: "max-walltime", Value: "0", Usage: "the longest walltime allowed (0: no limit)"},
+				&cli.StringFlag{Name: "max-walltime", Value: api.FormatLimit(api.DefaultMaxWalltime), Usage: "the longest walltime a job may ask for (at most 36600d)"},
+				&cli.IntFlag{Name: "max-active-per-user", Value: broker.DefaultMaxActivePerUser, Usage: "one user's requests handled at once; more are answered 'too many requests'"},
+				&cli.IntFlag{Name: "max-requests-per-user", Value: broker.DefaultMaxRequestsPerUser, Usage: "one user's requests in the broker, waits included; more are answered 'too many requests'"},
+				&cli.IntFlag{Name: "max-env", Value: api.DefaultMaxEnvBytes, Usage: "the largest environment a job may pass, in bytes (NAME=VALUE of every variable)"},
 				&cli.StringFlag{Name: "kill-grace", Value: "10s", Usage: "from SIGTERM to SIGKILL when a job is ended"},
 				&cli.StringSliceFlag{Name: "admin", Usage: "a user with administrator rights (repeatable; 'admin' always is one)"},
 				&cli.BoolFlag{Name: "debug", Usage: "log debug messages"},
@@ -103,6 +106,8 @@ func runBroker(c *cli.Context) error {
 		Listen: c.String("listen"), StateDir: c.String("state-dir"),
 		NatsURL: c.String("nats-url"), Creds: c.String("nats-creds"), Replicas: c.Int("replicas"),
 		Admins: c.StringSlice("admin"), Version: cliapp.Version(), Logger: log,
+		Limits:           api.Limits{MaxWalltime: durs["max-walltime"], MaxEnvBytes: c.Int("max-env")},
+		MaxActivePerUser: c.Int("max-active-per-user"), MaxRequestsPerUser: c.Int("max-requests-per-user"),
 	})
 	if err != nil {
 		return err

@@ -26,7 +26,7 @@ func Main(server ...*cli.Command) {
 	err := app.Run(permuteArgs(app, os.Args))
 	writeTimings()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "strata:", err)
+		fmt.Fprintln(os.Stderr, "strata:", termSafe(err.Error()))
 		os.Exit(exitCode(err))
 	}
 }

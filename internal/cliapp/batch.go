@@ -362,7 +362,7 @@ func cancelJob(cl *client.Client, id api.JobID, w io.Writer) {
 	ctx, cancel := context.WithTimeout(context.Background(), cancelTimeout)
 	defer cancel()
 	if err := cl.Call(ctx, api.OpCancel, api.CancelRequest{ID: id}, nil); err != nil && !isCode(err, api.CodeConflict) && !isCode(err, api.CodeFailedPrecondition) {
-		fmt.Fprintf(w, "strata: cancelling job %d: %v\n", id, err)
+		fmt.Fprintf(w, "strata: cancelling job %d: %s\n", id, termSafe(err.Error()))
 	}
 }
 

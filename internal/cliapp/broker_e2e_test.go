@@ -246,7 +246,7 @@ func TestDemo(t *testing.T) {
 	}
 	for _, want := range []string{
 		"hello from job 1 on node[0-3]",
-		"refused: job 2 belongs to alice; you may cancel only your own jobs",
+		"refused: no job 2 of yours to cancel; list your jobs with 'strata jobs'",
 		"cancelled by alice",
 		"job 3 completed",
 		"timeout   walltime 2s reached",

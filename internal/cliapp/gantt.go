@@ -241,7 +241,7 @@ func renderGantt(w io.Writer, rep api.BookingsReply, width int, loc *time.Locati
 		members[g] = append(members[g], name)
 	}
 	for g := range rows {
-		rows[g].label = hostlist.Format(members[g])
+		rows[g].label = oneLine(hostlist.Format(members[g]))
 	}
 	for _, q := range rep.QPUs {
 		rows = append(rows, ganttRow{

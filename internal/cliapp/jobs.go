@@ -113,15 +113,6 @@ func cell(s string) string {
 	return oneLine(s)
 }
 
-func oneLine(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '\t' || r == '\n' || r == '\r' {
-			return ' '
-		}
-		return r
-	}, s)
-}
-
 func jobCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "job",
@@ -412,7 +403,7 @@ func eachJob(c *cli.Context, ids []api.JobID, f func(api.JobID) error) error {
 	for _, id := range ids {
 		if err := f(id); err != nil {
 			if last != nil {
-				fmt.Fprintln(c.App.ErrWriter, "strata:", last)
+				fmt.Fprintln(c.App.ErrWriter, "strata:", termSafe(last.Error()))
 			}
 			last = err
 		}
@@ -464,7 +455,7 @@ func waitAll(c *cli.Context, cl *client.Client, ids []api.JobID) error {
 	if len(ids) == 1 {
 		return &exitError{code: 1, err: err}
 	}
-	fmt.Fprintln(c.App.ErrWriter, "strata:", err)
+	fmt.Fprintln(c.App.ErrWriter, "strata:", termSafe(err.Error()))
 	return &exitError{code: 1, err: fmt.Errorf("%d of %d jobs did not complete", bad, len(ids))}
 }
 

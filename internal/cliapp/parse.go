@@ -9,6 +9,7 @@ import (
 
 	"github.com/strata-hpc/strata/api"
 	"github.com/strata-hpc/strata/internal/when"
+	"github.com/strata-hpc/strata/resv"
 )
 
 // The parsers below turn command-line text into wire values. They are pure;
@@ -183,6 +184,9 @@ func parseUserName(s string) error { return api.ValidateUser(s) }
 func parseResvName(s string) error {
 	if !nameRe.MatchString(s) {
 		return fmt.Errorf("%q is not a reservation name: use 1-32 lower-case letters, digits, '_' or '-', starting with a letter or '_'", s)
+	}
+	if resv.JobShaped(s) {
+		return fmt.Errorf("%q is not a reservation name: 'j' followed by digits names a job's instance", s)
 	}
 	return nil
 }

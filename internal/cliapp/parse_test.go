@@ -178,6 +178,8 @@ func TestParseURITarget(t *testing.T) {
 		{"12", uriTarget{job: 12}, false},
 		{"physics", uriTarget{resv: "physics"}, false},
 		{"_x-1", uriTarget{resv: "_x-1"}, false},
+		{"j7", uriTarget{}, true}, // a job instance's name: use 7
+		{"j7a", uriTarget{resv: "j7a"}, false},
 		{"0", uriTarget{}, true},
 		{"12a", uriTarget{}, true},
 		{"Physics", uriTarget{}, true},

@@ -674,7 +674,7 @@ func runQPUResult(c *cli.Context) error {
 	} else if j.State == api.QPUCompleted {
 		printCounts(c.App.Writer, j.Result)
 		if j.Result != nil && j.Result.Log != "" {
-			fmt.Fprintf(c.App.ErrWriter, "QPU job %d log:\n%s\n", j.ID, strings.TrimRight(j.Result.Log, "\n"))
+			fmt.Fprintf(c.App.ErrWriter, "QPU job %d log:\n%s\n", j.ID, termSafe(strings.TrimRight(j.Result.Log, "\n")))
 		}
 	}
 	return qpuOutcome(j, f.Wait, timeout)

@@ -157,7 +157,7 @@ func (f resvCreateFlags) requests(now time.Time) ([]api.ResvCreateRequest, error
 	if f.Name == "" {
 		return nil, usageErr(fmt.Errorf("--name: give the reservation a name, as in --name physics"))
 	}
-	if err := resv.ValidName("reservation", f.Name); err != nil {
+	if err := resv.ValidResvName(f.Name); err != nil {
 		return nil, flagErr("--name", trimResvErr(err))
 	}
 	start, end, startNow, err := window(now, f.Start, f.End, f.Duration)
@@ -224,7 +224,7 @@ func (f resvCreateFlags) requests(now time.Time) ([]api.ResvCreateRequest, error
 	}
 	out := make([]api.ResvCreateRequest, len(occ))
 	for i, s := range occ {
-		if err := resv.ValidName("reservation", s.Name); err != nil {
+		if err := resv.ValidResvName(s.Name); err != nil {
 			return nil, flagErr("--name", fmt.Errorf("%q is too long to number its occurrences (%s): use at most %d characters", f.Name, s.Name, 32-(len(s.Name)-len(f.Name))))
 		}
 		o := r
@@ -579,7 +579,7 @@ func oneResvName(c *cli.Context) (string, error) {
 		return "", usageErr(fmt.Errorf("'%s' takes one reservation name, got %d arguments", cmdName(c), c.NArg()))
 	}
 	name := c.Args().First()
-	if err := resv.ValidName("reservation", name); err != nil {
+	if err := resv.ValidResvName(name); err != nil {
 		return "", usageErr(trimResvErr(err))
 	}
 	return name, nil

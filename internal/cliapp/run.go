@@ -104,7 +104,7 @@ func runRun(c *cli.Context) error {
 		go func() {
 			defer tails.Done()
 			if err := tailFile(path, w, stop, tailInterval); err != nil {
-				fmt.Fprintf(c.App.ErrWriter, "strata: job %d: %v\n", job.ID, err)
+				fmt.Fprintf(c.App.ErrWriter, "strata: job %d: %s\n", job.ID, termSafe(err.Error()))
 			}
 		}()
 	}
@@ -143,7 +143,7 @@ func onInterrupt(ctx context.Context, stopWaiting context.CancelFunc, sigs <-cha
 		cctx, cancel := context.WithTimeout(context.Background(), cancelTimeout)
 		defer cancel()
 		if err := cl.Call(cctx, api.OpCancel, api.CancelRequest{ID: id}, nil); err != nil && !isCode(err, api.CodeFailedPrecondition) && !isCode(err, api.CodeConflict) {
-			fmt.Fprintf(w, "strata: %v\n", err)
+			fmt.Fprintf(w, "strata: %s\n", termSafe(err.Error()))
 		}
 	}()
 	select {

@@ -18,7 +18,7 @@ func userCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "user",
 		Usage: "manage users (admins)",
-		Subcommands: []*cli.Command{
+		Subcommands: append([]*cli.Command{
 			{
 				Name:      "add",
 				Usage:     "create a user and write their credentials file",
@@ -35,7 +35,8 @@ func userCommand() *cli.Command {
 					&cli.BoolFlag{Name: "admin", Usage: "make the user an administrator"},
 					&cli.BoolFlag{Name: "executor", Usage: "credentials for a QPU executor ('strata qpu executor'), which may only speak the executor protocol"},
 					&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "the credentials file (default NAME.creds; '-' for stdout)"},
-					&cli.BoolFlag{Name: "force", Usage: "overwrite the file, and issue new credentials to an existing user"},
+					&cli.BoolFlag{Name: "force", Usage: "overwrite the file, and issue new credentials to an existing user (revoking the old ones)"},
+					&cli.StringFlag{Name: "expires", Usage: "the credentials stop working after this long, e.g. 90d (default: never)"},
 				},
 				Action: runUserAdd,
 			},
@@ -46,7 +47,7 @@ func userCommand() *cli.Command {
 				Flags:     []cli.Flag{jsonFlag()},
 				Action:    runUserList,
 			},
-		},
+		}, userLifecycleCommands()...),
 	}
 }
 
@@ -124,6 +125,10 @@ func runUserAdd(c *cli.Context) error {
 	if out == "" {
 		out = name + ".creds"
 	}
+	expires, err := parseExpires(c.String("expires"))
+	if err != nil {
+		return flagErr("--expires", err)
+	}
 	if c.Bool("executor") && c.Bool("admin") {
 		return usageErr(fmt.Errorf("--admin and --executor exclude each other: executor credentials may only speak the executor protocol; give one"))
 	}
@@ -139,7 +144,7 @@ func runUserAdd(c *cli.Context) error {
 		}
 	}
 	var rep api.UserAddReply
-	if err := call(c, cl, api.OpUserAdd, api.UserAddRequest{Name: name, Admin: c.Bool("admin"), Force: c.Bool("force"), Executor: c.Bool("executor")}, &rep); err != nil {
+	if err := call(c, cl, api.OpUserAdd, api.UserAddRequest{Name: name, Admin: c.Bool("admin"), Force: c.Bool("force"), Executor: c.Bool("executor"), ExpiresS: expires}, &rep); err != nil {
 		if file != nil {
 			file.abort()
 		}
@@ -159,7 +164,11 @@ func runUserAdd(c *cli.Context) error {
 	case rep.Admin:
 		role = "admin"
 	}
-	fmt.Fprintf(c.App.Writer, "wrote %s: credentials for %s %s (mode 0600)\n", out, role, rep.Name)
+	until := ""
+	if !rep.Expires.IsZero() {
+		until = ", valid until " + rep.Expires.Local().Format(time.RFC3339)
+	}
+	fmt.Fprintf(c.App.Writer, "wrote %s: credentials for %s %s (mode 0600%s)\n", out, role, rep.Name, until)
 	return nil
 }
 
@@ -171,13 +180,19 @@ func runUserList(c *cli.Context) error {
 		func(rep *api.UsersReply) any { return nonNil(rep.Users) },
 		func(w io.Writer, rep *api.UsersReply) error {
 			tw := newTable(w)
-			fmt.Fprintln(tw, "NAME\tADMIN\tCREATED")
+			fmt.Fprintln(tw, "NAME\tADMIN\tCREATED\tEXPIRES\tCREDENTIALS")
 			for _, u := range rep.Users {
-				created := "-"
+				created, expires, creds := "-", "-", "-"
 				if !u.Created.IsZero() {
 					created = u.Created.Local().Format(time.RFC3339)
 				}
-				fmt.Fprintf(tw, "%s\t%t\t%s\n", u.Name, u.Admin, created)
+				if !u.Expires.IsZero() {
+					expires = u.Expires.Local().Format(time.RFC3339)
+				}
+				if u.Key != "" {
+					creds = "valid"
+				}
+				fmt.Fprintf(tw, "%s\t%t\t%s\t%s\t%s\n", u.Name, u.Admin, created, expires, creds)
 			}
 			return tw.Flush()
 		})
