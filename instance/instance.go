@@ -320,6 +320,13 @@ func (in *Instance) newJob(now Time, spec Spec) (*Job, error) {
 	if spec.User == "" {
 		return nil, fmt.Errorf("%w: job has no user", ErrInvalid)
 	}
+	if spec.Walltime == 0 {
+		w, err := in.defaultWalltime(now)
+		if err != nil {
+			return nil, err
+		}
+		spec.Walltime = w
+	}
 	if err := in.checkResources(&spec); err != nil {
 		return nil, err
 	}
@@ -347,6 +354,25 @@ func (sh *shared) nextID() JobID {
 	}
 	sh.lastID++
 	return sh.lastID
+}
+
+// defaultWalltime is the walltime of a job submitted at now without one:
+// the instance's default, cut to what is left of the instance (its end less
+// the kill grace, from now or from its start if it has not begun). A batch
+// job's or a DAT's instance ends, and the parent's default never fits in a
+// child made with the same walltime, so a plain `strata run` inside one
+// takes what is left, as srun and flux run do inside an allocation. A job
+// submitted too close to the end to run at all is refused.
+func (in *Instance) defaultWalltime(now Time) (Duration, error) {
+	w := in.cfg.DefaultWalltime
+	if in.tl.Horizon() == timeline.MaxTime {
+		return w, nil
+	}
+	left := Duration(in.tl.Horizon()-max(now, in.tl.Origin())) - in.cfg.KillGrace
+	if left < 1 {
+		return 0, fmt.Errorf("%w: instance %s ends in %s, leaving no time for a job (its kill grace is %s)", ErrInvalid, in.path, fmtDur(max(Duration(in.tl.Horizon()-now), 0)), fmtDur(in.cfg.KillGrace))
+	}
+	return min(w, left), nil
 }
 
 // checkResources fills in defaults and checks that spec could ever run here.

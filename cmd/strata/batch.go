@@ -34,7 +34,8 @@ func batchCommand() *cli.Command {
 			"before the script exits. Batch jobs nest: a script may call 'strata batch' too.\n\n" +
 			"SCRIPT is a file (relative to the current directory) that must be executable;\n" +
 			"a name that is not a file here must be a command in PATH ('strata batch -- sh -c ...').\n" +
-			"Inner jobs must fit in the batch job's walltime: give them a shorter -t.",
+			"An inner job without -t gets what is left of the batch job's walltime; one with -t\n" +
+			"must fit in it.",
 		Flags:  jobFlags(),
 		Action: runBatch,
 	}
