@@ -194,7 +194,7 @@ func (r *Runtime) jobs(_ context.Context, q Request) (any, error) {
 		return nil, err
 	}
 	out := api.JobsReply{Jobs: []api.Job{}}
-	for _, j := range inst.Jobs(func(j *instance.Job) bool {
+	for _, j := range inst.JobsAndResvJobs(func(j *instance.Job) bool {
 		if user != "" && j.Spec.User != user {
 			return false
 		}

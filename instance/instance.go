@@ -233,6 +233,21 @@ func (in *Instance) Jobs(keep func(*Job) bool) []Job {
 	return out
 }
 
+// JobsAndResvJobs is Jobs over this instance and the instances of its
+// reservations. A job queued with --resv belongs to the reservation's
+// instance, but its owner submitted it here and looks for it here, before
+// the window opens as during it.
+func (in *Instance) JobsAndResvJobs(keep func(*Job) bool) []Job {
+	var out []Job
+	for _, j := range in.sh.jobs {
+		if (j.inst == in || (j.inst.resv != nil && j.inst.parent == in)) && (keep == nil || keep(j)) {
+			out = append(out, j.copy())
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].ID < out[b].ID })
+	return out
+}
+
 // Forget drops the records of final jobs that ended before t, to bound
 // memory in a long-running broker or a long replay. Jobs still named as a
 // dependency by a pending job are kept.

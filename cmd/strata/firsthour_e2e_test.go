@@ -1,12 +1,16 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/strata-hpc/strata/api"
 )
 
 // End-to-end tests of what a user trips over in their first hour (issue
@@ -59,4 +63,54 @@ func startCLIBrokerArgs(t *testing.T, args []string, users ...string) *cliBroker
 		b.must("admin", "user", "add", u, "-o", b.creds(u))
 	}
 	return b
+}
+
+// TestCLIResvJobsListed: a job queued with --resv is in its owner's
+// 'strata jobs' and 'jobs -a' at the root, with its reservation shown,
+// while it waits for the window; once the DAT starts it is listed inside
+// the DAT's instance too.
+func TestCLIResvJobsListed(t *testing.T) {
+	t.Parallel()
+	b := startCLIBroker(t, "n[0-3]", "alice", "bob")
+	start := time.Now().Truncate(time.Second).Add(4 * time.Second)
+	b.must("admin", "resv", "create", "--name", "physics", "--start", start.Format(time.RFC3339), "--duration", "30s", "--nodes", "2", "--users", "alice")
+	id := b.id(b.must("alice", "submit", "--resv", "physics", "-t", "20s", "--", "sleep", "20"))
+
+	listed := func(user string, extra []string, args ...string) *api.Job {
+		t.Helper()
+		var jobs []api.Job
+		r := b.run(user, extra, append(args, "--json")...)
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &jobs) != nil {
+			t.Fatalf("%s", r)
+		}
+		for i := range jobs {
+			if jobs[i].ID.String() == id {
+				return &jobs[i]
+			}
+		}
+		return nil
+	}
+	for _, args := range [][]string{{"jobs"}, {"jobs", "-a"}} {
+		if j := listed("alice", nil, args...); j == nil || j.State != api.JobPending || j.Resv != "physics" {
+			t.Errorf("alice's strata %v before the DAT: job %s is %+v; want it pending in physics", args, id, j)
+		}
+	}
+	if j := listed("admin", nil, "jobs", "-u", "*"); j == nil {
+		t.Errorf("an admin's jobs -u '*' lacks job %s", id)
+	}
+	if j := listed("bob", nil, "jobs", "-a"); j != nil {
+		t.Errorf("bob sees alice's job: %+v", j)
+	}
+	if table := b.must("alice", "jobs"); !regexp.MustCompile(`(?m)^` + id + `\s+alice\s+sleep\s+pending\s+1\s+physics\s`).MatchString(table) {
+		t.Errorf("jobs table lacks the reservation:\n%s", table)
+	}
+
+	b.until(start.Add(10*time.Second), "the job to run in the DAT", func() bool { return b.job("alice", id).State == api.JobRunning })
+	uri := strings.TrimSpace(b.must("alice", "uri", "physics"))
+	if j := listed("alice", []string{api.EnvURI + "=" + uri}, "jobs"); j == nil || j.State != api.JobRunning {
+		t.Errorf("jobs inside the DAT's instance: job %s is %+v; want it running", id, j)
+	}
+	if j := listed("alice", nil, "jobs"); j == nil || j.State != api.JobRunning {
+		t.Errorf("jobs at the root while the DAT runs: job %s is %+v; want it running", id, j)
+	}
 }

@@ -69,13 +69,13 @@ func runJobs(c *cli.Context) error {
 // printJobs writes the jobs table.
 func printJobs(w io.Writer, jobs []api.Job, now time.Time) {
 	tw := newTable(w)
-	fmt.Fprintln(tw, "ID\tUSER\tNAME\tSTATE\tNODES\tTIME\tREASON")
+	fmt.Fprintln(tw, "ID\tUSER\tNAME\tSTATE\tNODES\tRESV\tTIME\tREASON")
 	for _, j := range jobs {
 		nodes := j.Nodes
 		if nodes == "" {
 			nodes = strconv.Itoa(j.NNodes)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, cell(j.User), cell(j.Name), j.State, nodes, runTime(j, now), cell(j.Reason))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, cell(j.User), cell(j.Name), j.State, nodes, cell(j.Resv), runTime(j, now), cell(j.Reason))
 	}
 	tw.Flush()
 }
