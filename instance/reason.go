@@ -19,6 +19,7 @@ const (
 	waitFCFS                      // fcfs: a job ahead of it has not started
 	waitPlanned                   // has a planned start
 	waitResources                 // no planned start: beyond the policy's depth
+	waitBegin                     // no planned start, and its begin time is still ahead
 	waitNoFit                     // cannot be placed at all (waitErr says why)
 )
 
@@ -41,6 +42,8 @@ func (in *Instance) pendingReason(j *Job) string {
 		return fmt.Sprintf("%s; planned to start at %s", why, fmtTime(j.PlannedStart))
 	case waitResources:
 		return in.resourceText(j) + " not free; jobs ahead of it have priority"
+	case waitBegin:
+		return "waiting for its begin time, " + fmtTime(j.Spec.Begin)
 	case waitNoFit:
 		if errors.Is(j.waitErr, timeline.ErrNoFit) && in.resv != nil {
 			return fmt.Sprintf("%s for %s do not fit before reservation %s ends at %s", in.resourceText(j), fmtDur(j.Spec.Walltime), in.resv.Name, fmtTime(in.resv.End))
