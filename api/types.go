@@ -229,6 +229,10 @@ type JobRequest struct {
 // queue, a running one is signalled and killed.
 type CancelRequest struct {
 	ID JobID `json:"id"`
+	// ExitCode, when set, releases a running job instead: an allocation
+	// whose command (strata alloc) exited with this status. The job ends
+	// completed (0) or failed with this exit code, not cancelled.
+	ExitCode *int `json:"exit_code,omitempty"`
 }
 
 // UpdateRequest changes a job that has not started. Exactly the set fields

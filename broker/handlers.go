@@ -96,7 +96,13 @@ func (r *Runtime) cancel(ctx context.Context, q Request) (any, error) {
 		return nil, err
 	}
 	return r.do(ctx, func(now instance.Time) (any, error) {
-		if err := r.in.Cancel(now, actor(q), instance.JobID(cr.ID)); err != nil {
+		do := r.in.Cancel
+		if cr.ExitCode != nil {
+			do = func(now instance.Time, who instance.Actor, id instance.JobID) error {
+				return r.in.Release(now, who, id, *cr.ExitCode)
+			}
+		}
+		if err := do(now, actor(q), instance.JobID(cr.ID)); err != nil {
 			return nil, coreError(err)
 		}
 		j, _ := r.in.Job(instance.JobID(cr.ID))

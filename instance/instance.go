@@ -542,6 +542,33 @@ func (in *Instance) Cancel(now Time, who Actor, id JobID) error {
 	return nil
 }
 
+// Release ends running job id as its owner reports it done: an allocation
+// (strata alloc) whose command exited with status code. It is terminated
+// as Cancel does, but recorded as completed (code 0) or failed with that
+// exit code, not as cancelled by a signal. A pending job is cancelled.
+func (in *Instance) Release(now Time, who Actor, id JobID, code int) error {
+	j, err := in.owned(who, id, "release")
+	if err != nil {
+		return err
+	}
+	if code < 0 || code > 255 {
+		return fmt.Errorf("%w: exit status %d is out of range 0-255", ErrInvalid, code)
+	}
+	if j.State != Running {
+		return in.Cancel(now, who, id)
+	}
+	if j.Term.EndState == 0 || j.Term.EndState == Timeout {
+		j.Term.EndState, j.Term.EndReason = Completed, fmt.Sprintf("released by %s: its command exited with code %d", who.User, code)
+		if code != 0 {
+			j.Term.EndState = Failed
+		}
+		j.Term.Status = &code
+	}
+	j.inst.terminate(now, j)
+	in.settle(now)
+	return nil
+}
+
 // owned returns job id if who may act on it.
 func (in *Instance) owned(who Actor, id JobID, verb string) (*Job, error) {
 	j, ok := in.sh.jobs[id]
@@ -627,6 +654,9 @@ func (in *Instance) Exited(now Time, id JobID, e Exit) error {
 	o.release(now, j)
 	j.End = now
 	j.ExitCode, j.Signal = e.Code, e.Signal
+	if s := j.Term.Status; s != nil {
+		j.ExitCode, j.Signal = *s, ""
+	}
 	st, reason := j.Term.EndState, j.Term.EndReason
 	if st == Timeout && e.BeforeWalltime {
 		st, reason = 0, ""

@@ -112,6 +112,10 @@ type Termination struct {
 	KillResv  string // the reservation that will kill it at KillAt
 	KillAt    Time
 	Grace     Duration // SIGTERM to SIGKILL, when not the instance's
+	// Status is the exit status its owner reported when releasing it
+	// (Release: an allocation whose command ended), recorded as the
+	// job's exit instead of the signal that ends the holder.
+	Status *int `json:",omitempty"`
 }
 
 // Job is a job's record. The instance owns it; callers get copies from Job
