@@ -40,6 +40,9 @@ strata run -t 1h -- true 2>&1 | grep 'does not fit' && echo "explicit=refused"
 		t.Errorf("batch -t 1h script output:\n%s", s)
 	}
 	// 1h less the 10s kill grace less the seconds the script has run.
+	// Its instance ended with it, and 'strata uri' says so.
+	b.expect("alice", 1, "job "+id+" has ended (completed) and its instance is gone", "uri", id)
+
 	m := regexp.MustCompile(`"walltime_s": *([0-9]+)`).FindStringSubmatch(s)
 	if m == nil {
 		t.Fatalf("no walltime of the inner job in:\n%s", s)
