@@ -516,7 +516,9 @@ fi
 		if r.code != 7 || nodeCount(t, nodes) != 2 || uri != b.uri+"/j"+id || run != nodes || !strings.Contains(r.stderr, "granted") {
 			t.Fatalf("alloc: %s", r)
 		}
-		// The allocation ends as its command did: failed, exit 7.
+		// The allocation ends as its command did: failed, exit 7, once
+		// its holder has stopped.
+		b.until(time.Now().Add(10*time.Second), "the allocation to end", func() bool { return b.job("alice", id).State != api.JobRunning })
 		if j := b.job("alice", id); j.State != api.JobFailed || j.Name != "alloc" || j.ExitCode == nil || *j.ExitCode != 7 {
 			t.Errorf("allocation after the command exited 7: %+v", j)
 		}
@@ -528,6 +530,7 @@ fi
 		if r.code != 0 || id == "" {
 			t.Fatalf("alloc: %s", r)
 		}
+		b.until(time.Now().Add(10*time.Second), "the allocation to end", func() bool { return b.job("alice", id).State != api.JobRunning })
 		if j := b.job("alice", id); j.State != api.JobCompleted || j.ExitCode == nil || *j.ExitCode != 0 || !strings.Contains(j.Reason, "released by alice") {
 			t.Errorf("allocation after the command exited 0: %+v", j)
 		}
