@@ -337,9 +337,16 @@ type UserAddReply struct {
 // User is a user known to the broker. Credentials are never stored.
 type User struct {
 	Name    string    `json:"name"`
-	Admin   bool      `json:"admin,omitempty"`
+	Role    string    `json:"role"`            // UserRoleUser or UserRoleAdmin
+	Admin   bool      `json:"admin,omitempty"` // Role is admin (kept for older clients)
 	Created time.Time `json:"created,omitzero"`
 }
+
+// The roles of users (User.Role).
+const (
+	UserRoleUser  = "user"
+	UserRoleAdmin = "admin"
+)
 
 // UsersReply lists the users known to the broker, by name.
 type UsersReply struct {

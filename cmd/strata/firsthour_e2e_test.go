@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -116,4 +117,38 @@ func TestCLIResvJobsListed(t *testing.T) {
 	if j := listed("alice", nil, "jobs"); j == nil || j.State != api.JobRunning {
 		t.Errorf("jobs at the root while the DAT runs: job %s is %+v; want it running", id, j)
 	}
+}
+
+// TestCLIUserListShow: user list --json gives name, role and creation
+// time; user show NAME one user; both are for admins.
+func TestCLIUserListShow(t *testing.T) {
+	t.Parallel()
+	b := startCLIBroker(t, "n[0-1]", "alice")
+	b.must("admin", "user", "add", "boss", "--admin", "-o", b.creds("boss"))
+
+	var raw []map[string]any
+	b.mustJSON(&raw, "admin", "user", "list", "--json")
+	var got []string
+	for _, u := range raw {
+		if _, ok := u["created"].(string); !ok {
+			t.Errorf("user list --json: no created time: %v", u)
+		}
+		got = append(got, fmt.Sprintf("%v:%v", u["name"], u["role"]))
+	}
+	if s := strings.Join(got, ","); s != "admin:admin,alice:user,boss:admin" {
+		t.Errorf("user list --json: %s", s)
+	}
+	if out := b.must("admin", "user", "list"); !regexp.MustCompile(`(?m)^NAME\s+ROLE\s+CREATED\n(.*\n)*alice\s+user\s+20\d\d-`).MatchString(out) {
+		t.Errorf("user list:\n%s", out)
+	}
+	if out := b.must("admin", "user", "show", "boss"); !regexp.MustCompile(`name:\s+boss\nrole:\s+admin\ncreated:\s+20\d\d-`).MatchString(out) {
+		t.Errorf("user show boss:\n%s", out)
+	}
+	var u api.User
+	if b.mustJSON(&u, "admin", "user", "show", "alice", "--json"); u.Name != "alice" || u.Role != "user" || u.Created.IsZero() {
+		t.Errorf("user show alice --json: %+v", u)
+	}
+	b.expect("admin", 1, "no user nobody; 'strata user list'", "user", "show", "nobody")
+	b.expect("admin", 2, "takes one user name", "user", "show")
+	b.expect("alice", 1, "only Strata administrators", "user", "show", "alice")
 }

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -46,6 +45,7 @@ func userCommand() *cli.Command {
 				Flags:     []cli.Flag{jsonFlag()},
 				Action:    runUserList,
 			},
+			userShowCommand(),
 		},
 	}
 }
@@ -171,13 +171,9 @@ func runUserList(c *cli.Context) error {
 		func(rep *api.UsersReply) any { return nonNil(rep.Users) },
 		func(w io.Writer, rep *api.UsersReply) error {
 			tw := newTable(w)
-			fmt.Fprintln(tw, "NAME\tADMIN\tCREATED")
+			fmt.Fprintln(tw, "NAME\tROLE\tCREATED")
 			for _, u := range rep.Users {
-				created := "-"
-				if !u.Created.IsZero() {
-					created = u.Created.Local().Format(time.RFC3339)
-				}
-				fmt.Fprintf(tw, "%s\t%t\t%s\n", u.Name, u.Admin, created)
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", u.Name, u.Role, createdText(u.Created))
 			}
 			return tw.Flush()
 		})
