@@ -28,7 +28,7 @@ func exitCode(err error) int {
 }
 
 func newApp() *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:                 "strata",
 		Usage:                "a hierarchical resource broker with advance reservations and QPU slots",
 		Version:              version,
@@ -46,6 +46,8 @@ func newApp() *cli.App {
 			demoCommand(),
 		}, userCommands()...),
 	}
+	groupActions(app.Commands, "")
+	return app
 }
 
 func versionCommand() *cli.Command {
@@ -67,7 +69,7 @@ func usageErr(err error) error { return &exitError{code: 2, err: err} }
 func subcommandsOnly(name string) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		if c.NArg() > 0 {
-			return usageErr(fmt.Errorf("unknown command '%s %s': see 'strata %s --help'", name, c.Args().First(), name))
+			return usageErr(fmt.Errorf("unknown command '%s %s'%s: see 'strata %s --help'", name, c.Args().First(), didYouMean(c.Command.Subcommands, c.Args().First()), name))
 		}
 		return cli.ShowSubcommandHelp(c)
 	}

@@ -86,7 +86,7 @@ func prepare(c *cli.Command) {
 // know.
 func appAction(c *cli.Context) error {
 	if c.NArg() > 0 {
-		return usageErr(fmt.Errorf("unknown command %q: see 'strata --help'", c.Args().First()))
+		return usageErr(fmt.Errorf("unknown command %q%s: see 'strata --help'", c.Args().First(), didYouMean(c.App.Commands, c.Args().First())))
 	}
 	return cli.ShowAppHelp(c)
 }
