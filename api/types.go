@@ -321,6 +321,10 @@ type CancelRequest struct {
 	// tasks' index: cancel that task only. Without Task, cancelling an
 	// array's ID cancels every task of it that has not ended.
 	Task *int `json:"task,omitempty"`
+	// ExitCode, when set, releases a running job instead: an allocation
+	// whose command (strata alloc) exited with this status. The job ends
+	// completed (0) or failed with this exit code, not cancelled.
+	ExitCode *int `json:"exit_code,omitempty"`
 }
 
 // UpdateRequest changes a job that has not started. Exactly the set fields
@@ -429,7 +433,8 @@ type UserAddReply struct {
 // User is a user known to the broker. Credentials are never stored.
 type User struct {
 	Name    string    `json:"name"`
-	Admin   bool      `json:"admin,omitempty"`
+	Role    string    `json:"role"`            // UserRoleUser or UserRoleAdmin
+	Admin   bool      `json:"admin,omitempty"` // Role is admin (kept for older clients)
 	Created time.Time `json:"created,omitzero"`
 	// Key is the public key of the user's current credentials, by which
 	// they are revoked (see OpUserRevoke); empty when they have none.
@@ -437,6 +442,12 @@ type User struct {
 	// Expires is when the current credentials stop working (zero: never).
 	Expires time.Time `json:"expires,omitzero"`
 }
+
+// The roles of users (User.Role).
+const (
+	UserRoleUser  = "user"
+	UserRoleAdmin = "admin"
+)
 
 // UsersReply lists the users known to the broker, by name.
 type UsersReply struct {

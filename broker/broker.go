@@ -343,11 +343,15 @@ func (b *Broker) AddUser(ctx context.Context, req api.UserAddRequest) (api.UserA
 	if err != nil {
 		return api.UserAddReply{}, err
 	}
-	rec, _ := json.Marshal(api.User{Name: req.Name, Admin: req.Admin || req.Name == AdminUser, Created: now, Key: key, Expires: expires})
-	var old api.User
+	rec, err := json.Marshal(userRecord{V: userRecordVersion, Name: req.Name, Admin: req.Admin || req.Name == AdminUser, Created: now, Key: key, Expires: expires})
+	if err != nil {
+		return api.UserAddReply{}, fmt.Errorf("broker: encode user %s: %w", req.Name, err)
+	}
+	var old userRecord
 	if req.Force {
 		if e, gErr := b.kv.Get(ctx, req.Name); gErr == nil {
-			if uErr := json.Unmarshal(e.Value(), &old); uErr != nil {
+			var uErr error
+			if old, uErr = decodeUserRecord(e.Value()); uErr != nil {
 				b.log.Warn("bad user record", "user", req.Name, "err", uErr)
 			}
 		}
@@ -393,12 +397,15 @@ func (b *Broker) Users(ctx context.Context) ([]api.User, error) {
 		if err != nil {
 			return nil, fmt.Errorf("broker: read user %s: %w", name, err)
 		}
-		var u api.User
-		if err := json.Unmarshal(e.Value(), &u); err != nil {
+		u, err := decodeUserRecord(e.Value())
+		if err != nil {
 			b.log.Warn("bad user record", "user", name, "err", err)
 			continue
 		}
-		users = append(users, u)
+		b.mu.Lock()
+		configured := b.admins[u.Name]
+		b.mu.Unlock()
+		users = append(users, u.apiUser(configured))
 	}
 	slices.SortFunc(users, func(x, y api.User) int {
 		switch {
@@ -430,9 +437,10 @@ func (b *Broker) watchUsers(ctx context.Context) error {
 				close(loaded)
 				continue
 			}
-			var u api.User
+			var u userRecord
 			if e.Operation() == jetstream.KeyValuePut {
-				if err := json.Unmarshal(e.Value(), &u); err != nil {
+				var err error
+				if u, err = decodeUserRecord(e.Value()); err != nil {
 					b.log.Warn("bad user record", "user", e.Key(), "err", err)
 				}
 			}

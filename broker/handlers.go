@@ -175,7 +175,13 @@ func (r *Runtime) cancel(ctx context.Context, q Request) (any, error) {
 			j, _ := r.in.Job(id)
 			return r.apiJob(j), nil
 		}
-		if err := r.in.Cancel(now, actor(q), id); err != nil {
+		do := r.in.Cancel
+		if cr.ExitCode != nil {
+			do = func(now instance.Time, who instance.Actor, id instance.JobID) error {
+				return r.in.Release(now, who, id, *cr.ExitCode)
+			}
+		}
+		if err := do(now, actor(q), id); err != nil {
 			return nil, coreError(err)
 		}
 		j, _ := r.in.Job(id)
@@ -295,7 +301,7 @@ func (r *Runtime) jobs(_ context.Context, q Request) (any, error) {
 		return nil, err
 	}
 	out := api.JobsReply{Jobs: []api.Job{}}
-	for _, j := range inst.Jobs(func(j *instance.Job) bool {
+	for _, j := range inst.JobsAndResvJobs(func(j *instance.Job) bool {
 		if user != "" && j.Spec.User != user {
 			return false
 		}

@@ -121,25 +121,33 @@ func (b *Broker) revokeKey(ctx context.Context, user, key string) error {
 }
 
 // user returns the record of name, and its revision.
-func (b *Broker) user(ctx context.Context, name string) (api.User, uint64, error) {
+func (b *Broker) user(ctx context.Context, name string) (userRecord, uint64, error) {
 	if err := api.ValidateUser(name); err != nil {
-		return api.User{}, 0, err
+		return userRecord{}, 0, err
 	}
 	if b.kv == nil {
-		return api.User{}, 0, api.Errorf(api.CodeUnavailable, "the broker is not running")
+		return userRecord{}, 0, api.Errorf(api.CodeUnavailable, "the broker is not running")
 	}
 	e, err := b.kv.Get(ctx, name)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return api.User{}, 0, api.Errorf(api.CodeNotFound, "no user %s; list users with 'strata user list'", name)
+		return userRecord{}, 0, api.Errorf(api.CodeNotFound, "no user %s; list users with 'strata user list'", name)
 	}
 	if err != nil {
-		return api.User{}, 0, fmt.Errorf("broker: read user %s: %w", name, err)
+		return userRecord{}, 0, fmt.Errorf("broker: read user %s: %w", name, err)
 	}
-	var u api.User
-	if err := json.Unmarshal(e.Value(), &u); err != nil {
-		return api.User{}, 0, fmt.Errorf("broker: user record %s: %w", name, err)
+	u, err := decodeUserRecord(e.Value())
+	if err != nil {
+		return userRecord{}, 0, fmt.Errorf("broker: user record %s: %w", name, err)
 	}
 	return u, e.Revision(), nil
+}
+
+// apiUser is user record u as clients see it.
+func (b *Broker) apiUser(u userRecord) api.User {
+	b.mu.Lock()
+	configured := b.admins[u.Name]
+	b.mu.Unlock()
+	return u.apiUser(configured)
 }
 
 // RevokeUser revokes the current credentials of user name: clients
@@ -154,17 +162,21 @@ func (b *Broker) RevokeUser(ctx context.Context, name string) (api.User, error) 
 		return api.User{}, err
 	}
 	if u.Key == "" {
-		return u, api.Errorf(api.CodeFailedPrecondition, "user %s has no credentials on record to revoke (none issued, already revoked, or issued before keys were recorded); 'strata user del %s' removes the user", name, name)
+		return b.apiUser(u), api.Errorf(api.CodeFailedPrecondition, "user %s has no credentials on record to revoke (none issued, already revoked, or issued before keys were recorded); 'strata user del %s' removes the user", name, name)
 	}
 	if err := b.revokeKey(ctx, name, u.Key); err != nil {
 		return api.User{}, err
 	}
 	u.Key, u.Expires = "", time.Time{}
-	rec, _ := json.Marshal(u)
+	u.V = userRecordVersion
+	rec, err := json.Marshal(u)
+	if err != nil {
+		return api.User{}, fmt.Errorf("broker: encode user %s: %w", name, err)
+	}
 	if _, err := b.kv.Update(ctx, name, rec, rev); err != nil {
 		return api.User{}, fmt.Errorf("broker: record user %s: %w", name, err)
 	}
-	return u, nil
+	return b.apiUser(u), nil
 }
 
 // DeleteUser revokes the current credentials of user name and forgets
@@ -188,7 +200,7 @@ func (b *Broker) DeleteUser(ctx context.Context, name string) (api.User, error) 
 	b.mu.Lock()
 	b.granted[name] = false
 	b.mu.Unlock()
-	return u, nil
+	return b.apiUser(u), nil
 }
 
 func (b *Broker) handleUserRevoke(ctx context.Context, req Request) (any, error) {

@@ -31,7 +31,8 @@ func JobOfPath(path string) (JobID, bool) {
 }
 
 // startChild creates the child instance of child job j on j's nodes and
-// slots, lasting until j's walltime ends.
+// slots, lasting until j's walltime ends. Its default walltime is all of
+// it, which defaultWalltime cuts to what is left when a job asks.
 func (in *Instance) startChild(now Time, j *Job) {
 	var pools []timeline.Pool
 	for _, name := range sortedKeys(j.Spec.Slots) {
@@ -43,7 +44,7 @@ func (in *Instance) startChild(now Time, j *Job) {
 	}
 	c, err := newInstance(Config{
 		Path: path, Nodes: j.Nodes, Pools: pools, Policy: in.cfg.Policy,
-		DefaultWalltime: min(in.cfg.DefaultWalltime, j.Spec.Walltime), MaxWalltime: j.Spec.Walltime,
+		DefaultWalltime: j.Spec.Walltime, MaxWalltime: j.Spec.Walltime,
 		KillGrace: in.cfg.KillGrace, Origin: j.Start, Horizon: j.Start + Time(j.Spec.Walltime),
 	}, in, in.sh)
 	if err != nil {

@@ -272,6 +272,21 @@ func (in *Instance) Jobs(keep func(*Job) bool) []Job {
 	return out
 }
 
+// JobsAndResvJobs is Jobs over this instance and the instances of its
+// reservations. A job queued with --resv belongs to the reservation's
+// instance, but its owner submitted it here and looks for it here, before
+// the window opens as during it.
+func (in *Instance) JobsAndResvJobs(keep func(*Job) bool) []Job {
+	var out []Job
+	for _, j := range in.sh.jobs {
+		if (j.inst == in || (j.inst.resv != nil && j.inst.parent == in)) && (keep == nil || keep(j)) {
+			out = append(out, j.copy())
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].ID < out[b].ID })
+	return out
+}
+
 // Forget drops the records of final jobs that ended before t, to bound
 // memory in a long-running broker or a long replay. Jobs still named as a
 // dependency by a pending job are kept.
@@ -355,7 +370,7 @@ func (in *Instance) SubmitArray(now Time, who Actor, path string, spec Spec, tas
 	if err != nil {
 		return 0, err
 	}
-	if _, err := target.newJobCheck(spec); err != nil {
+	if _, err := target.newJobCheck(now, spec); err != nil {
 		return 0, err
 	}
 	jobs := make([]*Job, len(tasks))
@@ -420,7 +435,7 @@ func (in *Instance) submitTarget(who Actor, path string, spec *Spec) (*Instance,
 
 // newJob validates and normalises spec into a job record with the next ID.
 func (in *Instance) newJob(now Time, spec Spec) (*Job, error) {
-	spec, err := in.newJobCheck(spec)
+	spec, err := in.newJobCheck(now, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -429,9 +444,16 @@ func (in *Instance) newJob(now Time, spec Spec) (*Job, error) {
 }
 
 // newJobCheck validates and normalises spec, changing nothing.
-func (in *Instance) newJobCheck(spec Spec) (Spec, error) {
+func (in *Instance) newJobCheck(now Time, spec Spec) (Spec, error) {
 	if spec.User == "" {
 		return spec, fmt.Errorf("%w: job has no user", ErrInvalid)
+	}
+	if spec.Walltime == 0 {
+		w, err := in.defaultWalltime(now)
+		if err != nil {
+			return spec, err
+		}
+		spec.Walltime = w
 	}
 	if err := in.checkResources(&spec); err != nil {
 		return spec, err
@@ -468,6 +490,25 @@ func (sh *shared) nextID() JobID {
 	}
 	sh.lastID++
 	return sh.lastID
+}
+
+// defaultWalltime is the walltime of a job submitted at now without one:
+// the instance's default, cut to what is left of the instance (its end less
+// the kill grace, from now or from its start if it has not begun). A batch
+// job's or a DAT's instance ends, and the parent's default never fits in a
+// child made with the same walltime, so a plain `strata run` inside one
+// takes what is left, as srun and flux run do inside an allocation. A job
+// submitted too close to the end to run at all is refused.
+func (in *Instance) defaultWalltime(now Time) (Duration, error) {
+	w := in.cfg.DefaultWalltime
+	if in.tl.Horizon() == timeline.MaxTime {
+		return w, nil
+	}
+	left := Duration(in.tl.Horizon()-max(now, in.tl.Origin())) - in.cfg.KillGrace
+	if left < 1 {
+		return 0, fmt.Errorf("%w: instance %s ends in %s, leaving no time for a job (its kill grace is %s)", ErrInvalid, in.path, fmtDur(max(Duration(in.tl.Horizon()-now), 0)), fmtDur(in.cfg.KillGrace))
+	}
+	return min(w, left), nil
 }
 
 // checkResources fills in defaults and checks that spec could ever run here.
@@ -685,6 +726,33 @@ func (in *Instance) Requeue(now Time, who Actor, id JobID) error {
 	return nil
 }
 
+// Release ends running job id as its owner reports it done: an allocation
+// (strata alloc) whose command exited with status code. It is terminated
+// as Cancel does, but recorded as completed (code 0) or failed with that
+// exit code, not as cancelled by a signal. A pending job is cancelled.
+func (in *Instance) Release(now Time, who Actor, id JobID, code int) error {
+	j, err := in.owned(who, id, "release")
+	if err != nil {
+		return err
+	}
+	if code < 0 || code > 255 {
+		return fmt.Errorf("%w: exit status %d is out of range 0-255", ErrInvalid, code)
+	}
+	if j.State != Running {
+		return in.Cancel(now, who, id)
+	}
+	if j.Term.EndState == 0 || j.Term.EndState == Timeout {
+		j.Term.EndState, j.Term.EndReason = Completed, fmt.Sprintf("released by %s: its command exited with code %d", who.User, code)
+		if code != 0 {
+			j.Term.EndState = Failed
+		}
+		j.Term.Status = &code
+	}
+	j.inst.terminate(now, j)
+	in.settle(now)
+	return nil
+}
+
 // owned returns job id if who may act on it. A user asking about another
 // user's job gets the same answer as for a job that does not exist, so
 // that refusals tell nobody who owns a job, or that it exists.
@@ -772,6 +840,9 @@ func (in *Instance) Exited(now Time, id JobID, e Exit) error {
 	o.release(now, j)
 	j.End = now
 	j.ExitCode, j.Signal = e.Code, e.Signal
+	if s := j.Term.Status; s != nil {
+		j.ExitCode, j.Signal = *s, ""
+	}
 	st, reason := j.Term.EndState, j.Term.EndReason
 	if st == Timeout && e.BeforeWalltime {
 		st, reason = 0, ""

@@ -130,6 +130,10 @@ type Termination struct {
 	KillAt    Time
 	Grace     Duration // SIGTERM to SIGKILL, when not the instance's
 	Requeue   bool     // go back to the queue once ended (Instance.Requeue)
+	// Status is the exit status its owner reported when releasing it
+	// (Release: an allocation whose command ended), recorded as the
+	// job's exit instead of the signal that ends the holder.
+	Status *int `json:",omitempty"`
 }
 
 // Job is a job's record. The instance owns it; callers get copies from Job

@@ -188,6 +188,11 @@ func (in *Instance) consider(now Time, j *Job, w *walk) {
 		return
 	}
 	j.wait = waitResources
+	if j.Spec.Begin > now {
+		// Whatever is free, it may not start yet: saying that resources
+		// are not free would send its owner looking for the wrong cause.
+		j.wait = waitBegin
+	}
 	j.PlannedStart = 0
 }
 

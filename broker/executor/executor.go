@@ -80,6 +80,8 @@ type Spec struct {
 	// mode). Relative paths are relative to Dir. Empty means the defaults,
 	// DefaultStdout and DefaultStderr expanded for ID. ExpandPath turns
 	// user templates (-o/-e) into paths. Both may name the same file.
+	// The default stderr file is removed when the job exits if nothing
+	// was written to it; a file the caller names always stays.
 	Stdout, Stderr string
 }
 

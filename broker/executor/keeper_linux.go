@@ -57,6 +57,10 @@ type request struct {
 	Stdout     string   `json:"stdout,omitempty"`
 	Stderr     string   `json:"stderr,omitempty"`
 	StatusFile string   `json:"status_file,omitempty"`
+	// DropEmptyStderr: Stderr is the default file, not one the user
+	// asked for, and is removed at the job's exit if nothing was
+	// written to it.
+	DropEmptyStderr bool `json:"drop_empty_stderr,omitempty"`
 }
 
 // event is a message from a keeper to its Local: a reply to the request
@@ -134,6 +138,7 @@ type unreleased struct {
 
 type keptJob struct {
 	id, statusFile string
+	dropStderr     string // the default stderr file, removed at exit if empty
 	pid            int
 	procStart      uint64
 	startedAt      time.Time
@@ -288,6 +293,9 @@ func (k *keeper) start(r request) {
 		return
 	}
 	j := &keptJob{id: r.ID, statusFile: r.StatusFile, pid: pid, startedAt: time.Now()}
+	if r.DropEmptyStderr && r.Stderr != r.Stdout {
+		j.dropStderr = r.Stderr
+	}
 	// Unreaped (we hold reap), so /proc/PID/stat is there.
 	j.procStart, _, _ = procStat(pid)
 	k.running.Add(1)
@@ -368,6 +376,9 @@ func (k *keeper) reapAll() {
 		if j == nil {
 			continue // an orphaned grandchild, reparented to us
 		}
+		if j.dropStderr != "" {
+			dropEmpty(j.dropStderr)
+		}
 		code, sig := decodeWait(ws)
 		s := status{ID: j.id, PID: pid, ProcStart: j.procStart, ExitCode: code, Signal: sig, StartedAt: j.startedAt, EndedAt: ended}
 		k.mu.Lock()
@@ -381,6 +392,21 @@ func (k *keeper) reapAll() {
 		}
 		k.out.send(event{Op: "exit", ID: j.id, Status: &s})
 		k.running.Done()
+	}
+}
+
+// dropEmpty removes the file at path if it is empty: a job's default
+// stderr file that nothing was written to, which would only litter the
+// job's directory. It is best effort: a file that cannot be checked or
+// removed stays (and is reported on the keeper's stderr), which is what
+// the job's owner would have had anyway.
+func dropEmpty(path string) {
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() != 0 {
+		return
+	}
+	if err := os.Remove(path); err != nil {
+		fmt.Fprintf(os.Stderr, "strata executor keeper: %v\n", err)
 	}
 }
 

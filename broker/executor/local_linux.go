@@ -133,6 +133,7 @@ func (l *Local) Start(spec Spec) (Record, error) {
 	req := request{
 		Op: "start", ID: spec.ID, Path: path, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env,
 		Stdout: rec.Stdout, Stderr: rec.Stderr, StatusFile: rec.StatusFile,
+		DropEmptyStderr: spec.Stderr == "",
 	}
 	var ev event
 	for attempt := 0; ; attempt++ {

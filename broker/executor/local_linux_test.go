@@ -233,6 +233,30 @@ func TestOutputFiles(t *testing.T) {
 			}
 		})
 	}
+	// A default stderr file that nothing was written to is gone once the
+	// job has exited; one the caller named stays, empty.
+	for _, tt := range []struct {
+		id, stderr, path string
+		stays            bool
+	}{
+		{"quiet-default", "", filepath.Join(dir, "strata-quiet-default.err"), false},
+		{"quiet-named", "quiet.err", filepath.Join(dir, "quiet.err"), true},
+	} {
+		t.Run(tt.id, func(t *testing.T) {
+			if _, err := l.Start(executor.Spec{ID: tt.id, Argv: []string{"sh", "-c", "echo out"}, Dir: dir, Env: testEnv, Stderr: tt.stderr}); err != nil {
+				t.Fatal(err)
+			}
+			if e := c.wait(t, tt.id, 10*time.Second); e.ExitCode != 0 {
+				t.Fatalf("exit = %+v", e)
+			}
+			if _, err := os.Stat(tt.path); (err == nil) != tt.stays {
+				t.Errorf("%s after the job: %v; want it there: %v", tt.path, err, tt.stays)
+			}
+			if b, err := os.ReadFile(filepath.Join(dir, "strata-"+tt.id+".out")); err != nil || string(b) != "out\n" {
+				t.Errorf("stdout %q, %v", b, err)
+			}
+		})
+	}
 	t.Run("same file", func(t *testing.T) {
 		both := filepath.Join(dir, "both.log")
 		_, err := l.Start(executor.Spec{ID: "out-both", Argv: []string{"sh", "-c", "echo one; echo two >&2; echo three"},

@@ -111,6 +111,7 @@ type JobTerm struct {
 	KillAt    int64  `json:"kill_at,omitempty"`
 	Grace     int64  `json:"grace_s,omitempty"`
 	Requeue   bool   `json:"requeue,omitempty"` // queue it again once ended (strata job requeue)
+	Status    *int   `json:"status,omitempty"`  // the exit status its owner reported (alloc's command)
 }
 
 var depKinds = []instance.DepKind{instance.AfterOK, instance.AfterAny, instance.AfterNotOK}
@@ -145,7 +146,7 @@ func FromJob(j instance.Job, m Meta) Job {
 	}
 	if t := j.Term; t != (instance.Termination{}) {
 		r.Term = &JobTerm{Deadline: int64(t.Deadline), TermSent: t.TermSent, EndReason: t.EndReason,
-			KillResv: t.KillResv, KillAt: int64(t.KillAt), Grace: int64(t.Grace), Requeue: t.Requeue}
+			KillResv: t.KillResv, KillAt: int64(t.KillAt), Grace: int64(t.Grace), Requeue: t.Requeue, Status: t.Status}
 		if t.EndState != 0 {
 			r.Term.EndState = t.EndState.String()
 		}
@@ -204,7 +205,7 @@ func (r Job) Core() (instance.Job, Meta, error) {
 	}
 	if t := r.Term; t != nil {
 		j.Term = instance.Termination{Deadline: instance.Time(t.Deadline), TermSent: t.TermSent, EndReason: t.EndReason,
-			KillResv: t.KillResv, KillAt: instance.Time(t.KillAt), Grace: instance.Duration(t.Grace), Requeue: t.Requeue}
+			KillResv: t.KillResv, KillAt: instance.Time(t.KillAt), Grace: instance.Duration(t.Grace), Requeue: t.Requeue, Status: t.Status}
 		if t.EndState != "" {
 			if j.Term.EndState, err = instance.ParseState(t.EndState); err != nil {
 				return j, r.Meta, fmt.Errorf("term.end_state: %w", err)

@@ -245,7 +245,7 @@ func (d *demo) qpu(alice *client.Client) error {
 	}
 	fmt.Fprintln(d.w, "alice$ strata qpu acct")
 	for _, r := range acct.Users {
-		fmt.Fprintf(d.w, "   %s: %.3f QPU seconds, jobs %v, slots held for %.0f slot-seconds\n", r.User, r.QPUSecs, r.Jobs, r.SlotHours*3600)
+		fmt.Fprintf(d.w, "   %s: %.3f QPU seconds, jobs %s, slots held for %.0f slot-seconds\n", r.User, r.QPUSecs, countsText(r.Jobs), r.SlotHours*3600)
 	}
 	return nil
 }
@@ -267,4 +267,17 @@ func quoteArgs(argv []string) string {
 		out[i] = a
 	}
 	return strings.Join(out, " ")
+}
+
+// countsText writes counts by name as people read them, in name order:
+// "completed 1, failed 2" ("none" when empty), not Go's map syntax.
+func countsText(m map[string]int) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -54,7 +54,7 @@ func newApp(server ...*cli.Command) *cli.App {
 	if len(server) == 0 {
 		server = launchers()
 	}
-	return &cli.App{
+	app := &cli.App{
 		Name:                 "strata",
 		Usage:                "a hierarchical resource broker with advance reservations and QPU slots",
 		Version:              version,
@@ -70,6 +70,8 @@ func newApp(server ...*cli.Command) *cli.App {
 			simCommand(),
 		}, server...), userCommands()...),
 	}
+	groupActions(app.Commands, "")
+	return app
 }
 
 func versionCommand() *cli.Command {
@@ -95,7 +97,7 @@ func UsageErr(err error) error { return usageErr(err) }
 func subcommandsOnly(name string) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		if c.NArg() > 0 {
-			return usageErr(fmt.Errorf("unknown command '%s %s': see 'strata %s --help'", name, c.Args().First(), name))
+			return usageErr(fmt.Errorf("unknown command '%s %s'%s: see 'strata %s --help'", name, c.Args().First(), didYouMean(c.Command.Subcommands, c.Args().First()), name))
 		}
 		return cli.ShowSubcommandHelp(c)
 	}

@@ -34,7 +34,8 @@ func batchCommand() *cli.Command {
 			"before the script exits. Batch jobs nest: a script may call 'strata batch' too.\n\n" +
 			"SCRIPT is a file (relative to the current directory) that must be executable;\n" +
 			"a name that is not a file here must be a command in PATH ('strata batch -- sh -c ...').\n" +
-			"Inner jobs must fit in the batch job's walltime: give them a shorter -t.",
+			"An inner job without -t gets what is left of the batch job's walltime; one with -t\n" +
+			"must fit in it.",
 		Flags:  jobFlags(),
 		Action: runBatch,
 	}
@@ -226,7 +227,7 @@ func runAlloc(c *cli.Context) error {
 	fmt.Fprintf(errw, "strata: job %d granted: %s, instance %s\n", job.ID, job.Nodes, job.URI)
 
 	code, err := runLocal(ctxOf(c), cl, job, local, errw, sigs)
-	cancelJob(cl, job.ID, errw)
+	releaseJob(cl, job.ID, code, errw)
 	fmt.Fprintf(errw, "strata: job %d: allocation released\n", job.ID)
 	if err != nil {
 		return &exitError{code: code, err: err}
@@ -363,6 +364,17 @@ func cancelJob(cl *client.Client, id api.JobID, w io.Writer) {
 	defer cancel()
 	if err := cl.Call(ctx, api.OpCancel, api.CancelRequest{ID: id}, nil); err != nil && !isCode(err, api.CodeConflict) && !isCode(err, api.CodeFailedPrecondition) {
 		fmt.Fprintf(w, "strata: cancelling job %d: %s\n", id, termSafe(err.Error()))
+	}
+}
+
+// releaseJob ends the allocation of job id, whose command exited with
+// status code, so that the job is recorded as completed or failed with
+// that code rather than cancelled.
+func releaseJob(cl *client.Client, id api.JobID, code int, w io.Writer) {
+	ctx, cancel := context.WithTimeout(context.Background(), cancelTimeout)
+	defer cancel()
+	if err := cl.Call(ctx, api.OpCancel, api.CancelRequest{ID: id, ExitCode: &code}, nil); err != nil && !isCode(err, api.CodeConflict) && !isCode(err, api.CodeFailedPrecondition) {
+		fmt.Fprintf(w, "strata: releasing job %d: %v\n", id, err)
 	}
 }
 

@@ -253,7 +253,7 @@ func TestDemo(t *testing.T) {
 		"--qpu qpu0:2 --",
 		"QPU job 1\n",
 		"BITSTRING  COUNT",
-		"completed:1",
+		"jobs completed 1,",
 		"demo done",
 	} {
 		if !strings.Contains(string(out), want) {

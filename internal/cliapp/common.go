@@ -88,7 +88,7 @@ func prepare(c *cli.Command) {
 // know.
 func appAction(c *cli.Context) error {
 	if c.NArg() > 0 {
-		return usageErr(fmt.Errorf("unknown command %q: see 'strata --help'", c.Args().First()))
+		return usageErr(fmt.Errorf("unknown command %q%s: see 'strata --help'", c.Args().First(), didYouMean(c.App.Commands, c.Args().First())))
 	}
 	return cli.ShowAppHelp(c)
 }
@@ -285,7 +285,7 @@ func isCode(err error, code api.Code) bool {
 // not listed: what follows their first argument is the job's command line.
 var interspersed = map[string]bool{
 	"jobs": true, "job show": true, "job why": true, "job update": true, "job requeue": true, "attach": true, "cancel": true, "wait": true,
-	"resource list": true, "uri": true, "user add": true, "user list": true, "whoami": true,
+	"resource list": true, "uri": true, "user add": true, "user list": true, "user show": true, "whoami": true,
 }
 
 // permuteArgs returns args (os.Args: the program name first) with the flags

@@ -79,14 +79,14 @@ func printJobs(w io.Writer, jobs []api.Job, now time.Time) {
 // printJobRows writes the jobs table.
 func printJobRows(w io.Writer, rows []jobRow, now time.Time) {
 	tw := newTable(w)
-	fmt.Fprintln(tw, "ID\tUSER\tNAME\tSTATE\tNODES\tTIME\tREASON")
+	fmt.Fprintln(tw, "ID\tUSER\tNAME\tSTATE\tNODES\tRESV\tTIME\tREASON")
 	for _, r := range rows {
 		j := r.job
 		nodes := j.Nodes
 		if nodes == "" {
 			nodes = strconv.Itoa(j.NNodes)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.label, cell(j.User), cell(j.Name), j.State, nodes, runTime(j, now), cell(j.Reason))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.label, cell(j.User), cell(j.Name), j.State, nodes, cell(j.Resv), runTime(j, now), cell(j.Reason))
 	}
 	tw.Flush()
 }

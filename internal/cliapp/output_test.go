@@ -19,16 +19,16 @@ func TestPrintJobs(t *testing.T) {
 	code := 0
 	jobs := []api.Job{
 		{ID: 1, User: "alice", Name: "sim", State: api.JobRunning, Nodes: "node[0-3]", NNodes: 4, StartTime: start, Reason: "started"},
-		{ID: 2, User: "alice", Name: "", State: api.JobPending, NNodes: 2, Reason: "waiting for 2 nodes\tfree"},
+		{ID: 2, User: "alice", Name: "", State: api.JobPending, NNodes: 2, Resv: "physics", Reason: "waiting for 2 nodes\tfree"},
 		{ID: 10, User: "bob", Name: "x", State: api.JobCompleted, Nodes: "node4", NNodes: 1, StartTime: start, EndTime: start.Add(3 * time.Second), ExitCode: &code},
 	}
 	var b bytes.Buffer
 	printJobs(&b, jobs, testNow)
 	want := "" +
-		"ID  USER   NAME  STATE      NODES      TIME  REASON\n" +
-		"1   alice  sim   running    node[0-3]  1m30s  started\n" +
-		"2   alice  -     pending    2          0s    waiting for 2 nodes free\n" +
-		"10  bob    x     completed  node4      3s    -\n"
+		"ID  USER   NAME  STATE      NODES      RESV     TIME  REASON\n" +
+		"1   alice  sim   running    node[0-3]  -        1m30s  started\n" +
+		"2   alice  -     pending    2          physics  0s    waiting for 2 nodes free\n" +
+		"10  bob    x     completed  node4      -        3s    -\n"
 	// tabwriter pads to the widest cell of each column.
 	want = alignWant(want)
 	if got := b.String(); got != want {

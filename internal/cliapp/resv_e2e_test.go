@@ -517,8 +517,23 @@ fi
 		if r.code != 7 || nodeCount(t, nodes) != 2 || uri != b.uri+"/j"+id || run != nodes || !strings.Contains(r.stderr, "granted") {
 			t.Fatalf("alloc: %s", r)
 		}
-		if j := b.job("alice", id); j.State != api.JobCancelled || j.Name != "alloc" {
-			t.Errorf("allocation after the command exited: %s %s: %s", j.Name, j.State, j.Reason)
+		// The allocation ends as its command did: failed, exit 7, once
+		// its holder has stopped.
+		b.until(time.Now().Add(10*time.Second), "the allocation to end", func() bool { return b.job("alice", id).State != api.JobRunning })
+		if j := b.job("alice", id); j.State != api.JobFailed || j.Name != "alloc" || j.ExitCode == nil || *j.ExitCode != 7 {
+			t.Errorf("allocation after the command exited 7: %+v", j)
+		}
+	})
+
+	t.Run("alloc succeeds", func(t *testing.T) {
+		r := b.run("alice", nil, "alloc", "-t", "1m", "--", "sh", "-c", `echo "id=$STRATA_JOBID"`)
+		id := strings.TrimPrefix(strings.TrimSpace(r.stdout), "id=")
+		if r.code != 0 || id == "" {
+			t.Fatalf("alloc: %s", r)
+		}
+		b.until(time.Now().Add(10*time.Second), "the allocation to end", func() bool { return b.job("alice", id).State != api.JobRunning })
+		if j := b.job("alice", id); j.State != api.JobCompleted || j.ExitCode == nil || *j.ExitCode != 0 || !strings.Contains(j.Reason, "released by alice") {
+			t.Errorf("allocation after the command exited 0: %+v", j)
 		}
 	})
 

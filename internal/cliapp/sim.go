@@ -137,7 +137,7 @@ func printSim(w io.Writer, trace string, r sim.Result) {
 	if r.Resvs > 0 {
 		fmt.Fprintf(w, "reservations     %d\n", r.Resvs)
 	}
-	fmt.Fprintf(w, "killed at limit  %d\n", r.TimedOut)
+	fmt.Fprintf(w, "timed out        %d\n", r.TimedOut)
 	fmt.Fprintf(w, "makespan         %d s (%.1f days)\n", r.Makespan, float64(r.Makespan)/86400)
 	fmt.Fprintf(w, "utilization      %.4f\n", r.Utilization)
 	fmt.Fprintf(w, "wait mean        %.0f s\n", r.MeanWait)

@@ -228,7 +228,8 @@ func submitCommand() *cli.Command {
 		UsageText: "strata submit [-N NODES] [-t WALLTIME] [--name NAME] [--resv NAME] [--begin TIME] [--hold] [--afterok IDS] [--afterany IDS] [--afternotok IDS] [--requeue] [--qpu NAME:SLOTS]... [-o FILE] [-e FILE] -- COMMAND [ARGS...]",
 		Description: "Queues COMMAND to run in the current directory with the current environment\n" +
 			"(all of it) and prints the new job's ID alone on stdout. Output goes to\n" +
-			"strata-ID.out and strata-ID.err in the current directory unless -o/-e say otherwise.",
+			"strata-ID.out and strata-ID.err in the current directory unless -o/-e say otherwise;\n" +
+			"strata-ID.err is removed at the end if the job wrote nothing to it.",
 		Flags:  jobFlags(),
 		Action: runSubmit,
 	}

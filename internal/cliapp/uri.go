@@ -68,6 +68,12 @@ func runURI(c *cli.Context) error {
 		if err := call(c, cl, api.OpJob, api.JobRequest{ID: t.job}, &j); err != nil {
 			return err
 		}
+		if j.URI == "" && j.Instance && j.State.Terminal() {
+			return fmt.Errorf("job %d has ended (%s) and its instance is gone with it", t.job, j.State)
+		}
+		if j.URI == "" && j.Instance {
+			return fmt.Errorf("job %d has not started yet (%s); its instance exists once it runs", t.job, j.State)
+		}
 		if j.URI == "" {
 			return fmt.Errorf("job %d is not an instance; only batch and alloc jobs have a URI", t.job)
 		}

@@ -47,6 +47,7 @@ func userCommand() *cli.Command {
 				Flags:     []cli.Flag{jsonFlag()},
 				Action:    runUserList,
 			},
+			userShowCommand(),
 		}, userLifecycleCommands()...),
 	}
 }
@@ -180,19 +181,16 @@ func runUserList(c *cli.Context) error {
 		func(rep *api.UsersReply) any { return nonNil(rep.Users) },
 		func(w io.Writer, rep *api.UsersReply) error {
 			tw := newTable(w)
-			fmt.Fprintln(tw, "NAME\tADMIN\tCREATED\tEXPIRES\tCREDENTIALS")
+			fmt.Fprintln(tw, "NAME\tROLE\tCREATED\tEXPIRES\tCREDENTIALS")
 			for _, u := range rep.Users {
-				created, expires, creds := "-", "-", "-"
-				if !u.Created.IsZero() {
-					created = u.Created.Local().Format(time.RFC3339)
-				}
+				expires, creds := "-", "-"
 				if !u.Expires.IsZero() {
 					expires = u.Expires.Local().Format(time.RFC3339)
 				}
 				if u.Key != "" {
 					creds = "valid"
 				}
-				fmt.Fprintf(tw, "%s\t%t\t%s\t%s\t%s\n", u.Name, u.Admin, created, expires, creds)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", u.Name, u.Role, createdText(u.Created), expires, creds)
 			}
 			return tw.Flush()
 		})

@@ -1,0 +1,154 @@
+package cliapp
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strata-hpc/strata/api"
+)
+
+// End-to-end tests of what a user trips over in their first hour (issue
+// 15): the real strata binary against a real broker process.
+
+// TestCLIDefaultWalltimeInside: a plain 'strata run' without -t inside a
+// 1h batch job takes what is left of the job instead of the site default,
+// which never fits; an explicit walltime that does not fit is refused.
+func TestCLIDefaultWalltimeInside(t *testing.T) {
+	t.Parallel()
+	b := startCLIBrokerArgs(t, []string{"--nodes", "n[0-3]", "--kill-grace", "10s"}, "alice")
+	script := `strata run -- true && echo "plain=ok"
+strata job show --json $(strata submit -- true) | grep -o '"walltime_s": *[0-9]*'
+strata run -t 1h -- true 2>&1 | grep 'does not fit' && echo "explicit=refused"
+`
+	if err := os.WriteFile(filepath.Join(b.work, "wt.sh"), []byte("#!/bin/sh\n"+script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	id := b.id(b.must("alice", "batch", "-t", "1h", "-o", "wt.out", "wt.sh"))
+	r := b.run("alice", nil, "wait", id)
+	out, _ := os.ReadFile(filepath.Join(b.work, "wt.out"))
+	s := string(out)
+	if r.code != 0 {
+		t.Errorf("%s\nwt.out:\n%s", r, s)
+	}
+	if !strings.Contains(s, "plain=ok") || !strings.Contains(s, "explicit=refused") {
+		t.Errorf("batch -t 1h script output:\n%s", s)
+	}
+	// 1h less the 10s kill grace less the seconds the script has run.
+	// Its instance ended with it, and 'strata uri' says so.
+	b.expect("alice", 1, "job "+id+" has ended (completed) and its instance is gone", "uri", id)
+
+	m := regexp.MustCompile(`"walltime_s": *([0-9]+)`).FindStringSubmatch(s)
+	if m == nil {
+		t.Fatalf("no walltime of the inner job in:\n%s", s)
+	}
+	if w, _ := strconv.Atoi(m[1]); w < 3500 || w > 3590 {
+		t.Errorf("inner job's default walltime %ds; want what is left of the hour", w)
+	}
+}
+
+// startCLIBrokerArgs is startCLIBroker with the broker's flags given.
+func startCLIBrokerArgs(t *testing.T, args []string, users ...string) *cliBroker {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a real broker process")
+	}
+	dir := t.TempDir()
+	p := startBrokerProc(t, dir, freePort(t), args...)
+	b := &cliBroker{t: t, bin: strataBinary(t), dir: dir, work: t.TempDir(), tmp: t.TempDir(), uri: p.uri}
+	t.Cleanup(b.cancelAll)
+	for _, u := range users {
+		b.must("admin", "user", "add", u, "-o", b.creds(u))
+	}
+	return b
+}
+
+// TestCLIResvJobsListed: a job queued with --resv is in its owner's
+// 'strata jobs' and 'jobs -a' at the root, with its reservation shown,
+// while it waits for the window; once the DAT starts it is listed inside
+// the DAT's instance too.
+func TestCLIResvJobsListed(t *testing.T) {
+	t.Parallel()
+	b := startCLIBroker(t, "n[0-3]", "alice", "bob")
+	start := time.Now().Truncate(time.Second).Add(4 * time.Second)
+	b.must("admin", "resv", "create", "--name", "physics", "--start", start.Format(time.RFC3339), "--duration", "30s", "--nodes", "2", "--users", "alice")
+	id := b.id(b.must("alice", "submit", "--resv", "physics", "-t", "20s", "--", "sleep", "20"))
+
+	listed := func(user string, extra []string, args ...string) *api.Job {
+		t.Helper()
+		var jobs []api.Job
+		r := b.run(user, extra, append(args, "--json")...)
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &jobs) != nil {
+			t.Fatalf("%s", r)
+		}
+		for i := range jobs {
+			if jobs[i].ID.String() == id {
+				return &jobs[i]
+			}
+		}
+		return nil
+	}
+	for _, args := range [][]string{{"jobs"}, {"jobs", "-a"}} {
+		if j := listed("alice", nil, args...); j == nil || j.State != api.JobPending || j.Resv != "physics" {
+			t.Errorf("alice's strata %v before the DAT: job %s is %+v; want it pending in physics", args, id, j)
+		}
+	}
+	if j := listed("admin", nil, "jobs", "-u", "*"); j == nil {
+		t.Errorf("an admin's jobs -u '*' lacks job %s", id)
+	}
+	if j := listed("bob", nil, "jobs", "-a"); j != nil {
+		t.Errorf("bob sees alice's job: %+v", j)
+	}
+	if table := b.must("alice", "jobs"); !regexp.MustCompile(`(?m)^` + id + `\s+alice\s+sleep\s+pending\s+1\s+physics\s`).MatchString(table) {
+		t.Errorf("jobs table lacks the reservation:\n%s", table)
+	}
+
+	b.until(start.Add(10*time.Second), "the job to run in the DAT", func() bool { return b.job("alice", id).State == api.JobRunning })
+	uri := strings.TrimSpace(b.must("alice", "uri", "physics"))
+	if j := listed("alice", []string{api.EnvURI + "=" + uri}, "jobs"); j == nil || j.State != api.JobRunning {
+		t.Errorf("jobs inside the DAT's instance: job %s is %+v; want it running", id, j)
+	}
+	if j := listed("alice", nil, "jobs"); j == nil || j.State != api.JobRunning {
+		t.Errorf("jobs at the root while the DAT runs: job %s is %+v; want it running", id, j)
+	}
+}
+
+// TestCLIUserListShow: user list --json gives name, role and creation
+// time; user show NAME one user; both are for admins.
+func TestCLIUserListShow(t *testing.T) {
+	t.Parallel()
+	b := startCLIBroker(t, "n[0-1]", "alice")
+	b.must("admin", "user", "add", "boss", "--admin", "-o", b.creds("boss"))
+
+	var raw []map[string]any
+	b.mustJSON(&raw, "admin", "user", "list", "--json")
+	var got []string
+	for _, u := range raw {
+		if _, ok := u["created"].(string); !ok {
+			t.Errorf("user list --json: no created time: %v", u)
+		}
+		got = append(got, fmt.Sprintf("%v:%v", u["name"], u["role"]))
+	}
+	if s := strings.Join(got, ","); s != "admin:admin,alice:user,boss:admin" {
+		t.Errorf("user list --json: %s", s)
+	}
+	if out := b.must("admin", "user", "list"); !regexp.MustCompile(`(?m)^NAME\s+ROLE\s+CREATED\n(.*\n)*alice\s+user\s+20\d\d-`).MatchString(out) {
+		t.Errorf("user list:\n%s", out)
+	}
+	if out := b.must("admin", "user", "show", "boss"); !regexp.MustCompile(`name:\s+boss\nrole:\s+admin\ncreated:\s+20\d\d-`).MatchString(out) {
+		t.Errorf("user show boss:\n%s", out)
+	}
+	var u api.User
+	if b.mustJSON(&u, "admin", "user", "show", "alice", "--json"); u.Name != "alice" || u.Role != "user" || u.Created.IsZero() {
+		t.Errorf("user show alice --json: %+v", u)
+	}
+	b.expect("admin", 1, "no user nobody; 'strata user list'", "user", "show", "nobody")
+	b.expect("admin", 2, "takes one user name", "user", "show")
+	b.expect("alice", 1, "only Strata administrators", "user", "show", "alice")
+}
