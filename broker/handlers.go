@@ -260,14 +260,17 @@ func (r *Runtime) jobs(_ context.Context, q Request) (any, error) {
 		}
 		states[string(s)] = true
 	}
+	after, err := idCursor(jr.Page)
+	if err != nil {
+		return nil, err
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	inst, err := r.instanceOf(q)
 	if err != nil {
 		return nil, err
 	}
-	out := api.JobsReply{Jobs: []api.Job{}}
-	for _, j := range inst.Jobs(func(j *instance.Job) bool {
+	jobs, more := inst.JobsAfter(instance.JobID(after), jr.Size(), func(j *instance.Job) bool {
 		if user != "" && j.Spec.User != user {
 			return false
 		}
@@ -275,8 +278,14 @@ func (r *Runtime) jobs(_ context.Context, q Request) (any, error) {
 			return states[j.State.String()]
 		}
 		return jr.All || !j.State.Final()
-	}) {
-		out.Jobs = append(out.Jobs, r.apiJob(j))
+	})
+	out := api.JobsReply{Jobs: make([]api.Job, len(jobs))}
+	for i, j := range jobs {
+		out.Jobs[i] = r.apiJob(j)
+	}
+	if n := fit(out.Jobs); more || n < len(out.Jobs) {
+		out.Jobs = out.Jobs[:n]
+		out.Next = out.Jobs[n-1].ID.String()
 	}
 	return out, nil
 }

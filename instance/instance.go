@@ -83,7 +83,8 @@ type shared struct {
 	lastID   JobID
 	lastResv int64
 	jobs     map[JobID]*Job
-	deps     map[JobID][]JobID // job -> jobs waiting on it
+	ids      *btree.BTreeG[JobID] // the keys of jobs, in order, for pages
+	deps     map[JobID][]JobID    // job -> jobs waiting on it
 	insts    map[string]*Instance
 	resvs    map[string]*Resv
 	wakes    *btree.BTreeG[wake]
@@ -139,6 +140,7 @@ func New(cfg Config) (*Instance, error) {
 	sh := &shared{
 		newID:    cfg.NewID,
 		jobs:     make(map[JobID]*Job),
+		ids:      btree.NewOrderedG[JobID](32),
 		deps:     make(map[JobID][]JobID),
 		insts:    make(map[string]*Instance),
 		resvs:    make(map[string]*Resv),
@@ -258,6 +260,7 @@ func (in *Instance) Forget(before Time) int {
 	for id, j := range in.sh.jobs {
 		if j.State.Final() && j.End < before && len(in.sh.deps[id]) == 0 {
 			delete(in.sh.jobs, id)
+			in.sh.ids.Delete(id)
 			n++
 		}
 	}
@@ -531,6 +534,7 @@ func (in *Instance) enqueue(now Time, j *Job) {
 // enqueueWhy is enqueue, with the reason its history gives.
 func (in *Instance) enqueueWhy(now Time, j *Job, reason string) {
 	in.sh.jobs[j.ID] = j
+	in.sh.ids.ReplaceOrInsert(j.ID)
 	j.Start, j.End, j.PlannedStart = 0, 0, 0
 	j.Nodes, j.nodeSet = nil, timeline.NodeSet{}
 	j.Term = Termination{}
