@@ -418,8 +418,8 @@ func (in *Instance) newJobCheck(spec Spec) (Spec, error) {
 		return spec, err
 	}
 	for _, d := range spec.Deps {
-		if _, ok := in.sh.jobs[d.Job]; !ok {
-			return spec, fmt.Errorf("%w: dependency %s:%d names no known job", ErrInvalid, d.Kind, d.Job)
+		if err := in.sh.checkDep(d); err != nil {
+			return spec, err
 		}
 	}
 	if spec.Urgency == 0 {
@@ -565,18 +565,26 @@ func (in *Instance) dirty() { in.sh.dirty[in] = true }
 // and whether the dependency can never be satisfied.
 func (in *Instance) depState(j *Job) (string, bool) {
 	for _, d := range j.Spec.Deps {
-		o := in.sh.jobs[d.Job]
-		if o == nil {
-			continue // forgotten: it ended long ago and satisfied nobody
+		var ended State
+		switch o := in.sh.jobs[d.Job]; {
+		case o != nil:
+			ended = o.State
+		case d.Archived:
+			ended = d.Ended
+		default:
+			// Forgotten since the dependency was made: it ended
+			// as the dependency asked, or this job would have been
+			// cancelled then.
+			continue
 		}
-		if !o.State.Final() {
+		if !ended.Final() {
 			return fmt.Sprintf("waiting for job %d to end (%s)", d.Job, d.Kind), false
 		}
-		ok := o.State == Completed
+		ok := ended == Completed
 		switch d.Kind {
 		case AfterOK:
 			if !ok {
-				return fmt.Sprintf("dependency never satisfied: job %d ended %s (afterok)", d.Job, o.State), true
+				return fmt.Sprintf("dependency never satisfied: job %d ended %s (afterok)", d.Job, ended), true
 			}
 		case AfterNotOK:
 			if ok {
