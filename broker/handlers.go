@@ -74,6 +74,9 @@ func (r *Runtime) submit(ctx context.Context, q Request) (any, error) {
 		k := map[api.DependencyType]instance.DepKind{api.AfterOK: instance.AfterOK, api.AfterAny: instance.AfterAny, api.AfterNotOK: instance.AfterNotOK}[d.Type]
 		spec.Deps = append(spec.Deps, instance.Dep{Kind: k, Job: instance.JobID(d.Job)})
 	}
+	if err := r.resolveDeps(ctx, spec.Deps); err != nil {
+		return nil, err
+	}
 	meta := &jobMeta{Command: sr.Command, Cwd: sr.Cwd, Env: sr.Env, Stdout: sr.Stdout, Stderr: sr.Stderr, Key: sr.Key, NTasks: sr.NTasks, Nice: sr.Nice}
 	v, err := r.do(ctx, func(now instance.Time) (any, error) {
 		if sr.Key != "" { // a retry: the first answer

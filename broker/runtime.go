@@ -55,6 +55,12 @@ type Resources struct {
 	// QPUHeartbeat is how often QPU executors send heartbeats; one that
 	// is silent for three is gone. Default 1 s.
 	QPUHeartbeat time.Duration
+	// KeepFinished is how long ended jobs stay live ('strata jobs -a',
+	// 'job show') before they move to the archive ('strata acct');
+	// default DefaultKeepFinished. KeepFinishedMax, when positive, also
+	// bounds how many ended jobs stay live: the oldest go first.
+	KeepFinished    time.Duration
+	KeepFinishedMax int
 }
 
 // Runtime hosts the scheduling core in the broker. Every input (a request,
@@ -110,6 +116,8 @@ type Runtime struct {
 	done     chan struct{}
 
 	qp qpuRuntime // the QPU scheduler and what waits on it
+
+	arch *archiver // moves ended jobs to the archive (archive.go)
 
 	// savedIDs is the last IDs record queued for the store; idsDirty
 	// says it must go out with the next records.
@@ -219,6 +227,9 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 			return nil, err
 		}
 	}
+	if err := r.openArchive(ctx); err != nil {
+		return nil, err
+	}
 	r.commits = newCommitter(r)
 	if err := r.restore(ctx); err != nil {
 		r.commits.stop()
@@ -229,6 +240,7 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 		return nil, err
 	}
 	go r.reapExits()
+	go r.sweeper()
 	return r, nil
 }
 
@@ -391,6 +403,9 @@ func (r *Runtime) Close() error {
 		return nil
 	}
 	r.closed = true
+	r.mu.Unlock()
+	r.stopArchive()
+	r.mu.Lock()
 	if r.timer != nil {
 		r.timer.Stop()
 	}

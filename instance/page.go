@@ -23,3 +23,24 @@ func (in *Instance) JobsAfter(after JobID, limit int, keep func(*Job) bool) (job
 	})
 	return jobs, more
 }
+
+// TreeJobsAfter is JobsAfter over the jobs of every instance of the tree,
+// whichever instance of it is asked.
+func (in *Instance) TreeJobsAfter(after JobID, limit int, keep func(*Job) bool) (jobs []Job, more bool) {
+	if limit <= 0 {
+		return nil, false
+	}
+	in.sh.ids.AscendGreaterOrEqual(after+1, func(id JobID) bool {
+		j := in.sh.jobs[id]
+		if keep != nil && !keep(j) {
+			return true
+		}
+		if len(jobs) == limit {
+			more = true
+			return false
+		}
+		jobs = append(jobs, j.copy())
+		return true
+	})
+	return jobs, more
+}
