@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -45,6 +46,7 @@ const sweepBatch = 1000
 
 // archiver is the runtime's sweeper of ended jobs.
 type archiver struct {
+	mu      sync.Mutex // one sweep at a time: the sweeper's, or Sweep's
 	keep    time.Duration
 	max     int // 0: no bound on the count
 	stream  jetstream.Stream
@@ -139,7 +141,9 @@ func (r *Runtime) sweeper() {
 		ctx, cancel := context.WithTimeout(r.b.ctx, time.Minute)
 		for {
 			n, err := r.sweep(ctx)
+			a.mu.Lock()
 			a.purged += n
+			a.mu.Unlock()
 			if err != nil {
 				r.b.log.Error("cannot archive ended jobs; they stay live and the next sweep tries again", "err", err)
 				break
@@ -179,6 +183,8 @@ func (r *Runtime) Sweep(ctx context.Context) (int, error) {
 // sweep moves at most sweepBatch ended jobs to the archive.
 func (r *Runtime) sweep(ctx context.Context) (int, error) {
 	a := r.arch
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	// Step 0: what to move, and its records, under the lock.
 	r.mu.Lock()
 	if r.closed {

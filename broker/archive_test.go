@@ -48,19 +48,22 @@ func runToEnd(t *testing.T, c *client.Client, req api.SubmitRequest) api.Job {
 	return w
 }
 
-// sweepUntil sweeps until n jobs in all have moved, for at most 20 s.
-func sweepUntil(t *testing.T, rt *broker.Runtime, n int) {
+// sweepUntil sweeps until the archive holds n jobs and the jobs bucket
+// has keys keys, for at most 20 s. (The sweeper sweeps too: what one
+// sweep moved says little.)
+func sweepUntil(t *testing.T, b *broker.Broker, rt *broker.Runtime, n uint64, keys int) {
 	t.Helper()
-	moved := 0
 	deadline := time.Now().Add(20 * time.Second)
-	for moved < n {
-		m, err := rt.Sweep(context.Background())
-		if err != nil {
+	for {
+		if _, err := rt.Sweep(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		moved += m
+		got, live := archiveCount(t, b), len(liveKeys(t, b))
+		if got == n && live == keys {
+			return
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d jobs archived in 20 s, want %d", moved, n)
+			t.Fatalf("after 20 s the archive holds %d jobs and the bucket %d, want %d and %d", got, live, n, keys)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -113,7 +116,7 @@ func TestArchive(t *testing.T) {
 		t.Fatalf("jobs ended %s and %s", ok.State, bad.State)
 	}
 	// The newest job stays live (it carries the last ID); the others go.
-	sweepUntil(t, rt, 2)
+	sweepUntil(t, b, rt, 2, 1)
 	var list api.JobsReply
 	if err := alice.Call(ctx, api.OpJobs, api.JobsRequest{All: true}, &list); err != nil {
 		t.Fatal(err)
@@ -195,7 +198,7 @@ func TestArchiveAfterCrash(t *testing.T) {
 	b.Shutdown()
 
 	b, rt = archiveRuntime(t, dir, time.Second)
-	sweepUntil(t, rt, 1)
+	sweepUntil(t, b, rt, 1, 1)
 	if n := archiveCount(t, b); n != 1 {
 		t.Fatalf("the archive holds %d records, want job %d once", n, first.ID)
 	}
@@ -213,7 +216,7 @@ func TestDropMarkers(t *testing.T) {
 	for range 3 {
 		runToEnd(t, alice, api.SubmitRequest{Command: []string{"true"}})
 	}
-	sweepUntil(t, rt, 2)
+	sweepUntil(t, b, rt, 2, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := rt.DropMarkers(ctx, 0); err != nil {

@@ -24,6 +24,7 @@ func (r *Runtime) handler(path string) Handler {
 		api.OpOutput:    func(ctx context.Context, q Request) (any, error) { return r.jobOutput(ctx, q) },
 		api.OpResources: func(ctx context.Context, q Request) (any, error) { return r.resources(ctx, q) },
 		api.OpBookings:  func(ctx context.Context, q Request) (any, error) { return r.bookings(ctx, q) },
+		api.OpAcct:      func(ctx context.Context, q Request) (any, error) { return r.acct(ctx, q) },
 	}
 	r.resvOps(m)
 	r.qpuOps(m)
