@@ -117,15 +117,19 @@ type QPUResultRequest struct {
 }
 
 // QPUJobsRequest lists QPU jobs: the caller's (All: every user's, admins
-// only), newest last.
+// only), newest last, a page at a time (see Page; the cursor is the last
+// ID of the page before).
 type QPUJobsRequest struct {
 	All     bool   `json:"all,omitempty"`
 	Backend string `json:"backend,omitempty"`
+	Page
 }
 
-// QPUJobsReply lists QPU jobs by ID.
+// QPUJobsReply is one page of QPU jobs by ID; Next is the cursor of the
+// next page, "" on the last.
 type QPUJobsReply struct {
 	Jobs []QPUJob `json:"jobs"`
+	Next string   `json:"next,omitempty"`
 }
 
 // QPUSlots is the stable slot count of one backend, for external

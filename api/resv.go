@@ -6,7 +6,7 @@ import "time"
 // (root, for the DATs staff create). All but list and show are for admins.
 const (
 	OpResvCreate = "resv-create" // ResvCreateRequest → Resv (or, with DryRun, the plan as a Resv with state "planned")
-	OpResvList   = "resv-list"   // no request → ResvsReply
+	OpResvList   = "resv-list"   // ResvListRequest (or none: the first page) → ResvsReply
 	OpResvShow   = "resv-show"   // ResvRequest → Resv
 	OpResvDelete = "resv-delete" // ResvRequest → Resv (as it is after)
 )
@@ -65,9 +65,16 @@ type Resv struct {
 	NodeHours     float64        `json:"node_hours_used"` // by those jobs
 }
 
-// ResvsReply lists reservations by start.
+// ResvListRequest asks for a page of the reservations (see Page).
+type ResvListRequest struct {
+	Page
+}
+
+// ResvsReply is one page of the reservations by start (then name); Next is
+// the cursor of the next page, "" on the last.
 type ResvsReply struct {
 	Resvs []Resv `json:"resvs"`
+	Next  string `json:"next,omitempty"`
 }
 
 // OpResvUpdate changes a reservation (admins only): ResvUpdateRequest → Resv

@@ -361,16 +361,20 @@ func (r *UpdateRequest) Validate() error {
 // JobsRequest filters the job list. By default a user sees their own jobs
 // that have not ended; All adds ended jobs; User selects another user's jobs
 // (admins see everyone's; "*" means every user); State keeps only the listed
-// states.
+// states. The list comes a page at a time (see Page); the cursor is the
+// last job ID of the page before.
 type JobsRequest struct {
 	All   bool       `json:"all,omitempty"`
 	User  string     `json:"user,omitempty"`
 	State []JobState `json:"state,omitempty"`
+	Page
 }
 
-// JobsReply is the job list, ordered by ID.
+// JobsReply is one page of the job list, ordered by ID; Next is the cursor
+// of the next page, "" on the last.
 type JobsReply struct {
-	Jobs []Job `json:"jobs"`
+	Jobs []Job  `json:"jobs"`
+	Next string `json:"next,omitempty"`
 }
 
 // NodeState is the state of a node.

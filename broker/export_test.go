@@ -1,8 +1,27 @@
 package broker
 
+import "github.com/strata-hpc/strata/instance"
+
 // QPUWaitingPulls returns how many executors' pulls wait on backend.
 func (r *Runtime) QPUWaitingPulls(backend string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.qp.pulls[backend])
+}
+
+// SeedJobs puts n held jobs of user straight into the core, without
+// persisting them: for benchmarks of what reads the live state.
+func (r *Runtime) SeedJobs(n int, user string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	for range n {
+		id, err := r.in.Submit(now, instance.Actor{User: user}, r.in.Path(), instance.Spec{Nodes: 1, Walltime: 60, Hold: true})
+		if err != nil {
+			return err
+		}
+		r.meta[id] = &jobMeta{Command: []string{"true"}, Cwd: "/"}
+	}
+	r.in.Ready() // nothing to carry out: held jobs wait
+	return nil
 }

@@ -23,6 +23,7 @@ func (r *Runtime) handler(path string) Handler {
 		api.OpOutput:    func(ctx context.Context, q Request) (any, error) { return r.jobOutput(ctx, q) },
 		api.OpResources: func(ctx context.Context, q Request) (any, error) { return r.resources(ctx, q) },
 		api.OpBookings:  func(ctx context.Context, q Request) (any, error) { return r.bookings(ctx, q) },
+		api.OpAcct:      func(ctx context.Context, q Request) (any, error) { return r.acct(ctx, q) },
 	}
 	r.resvOps(m)
 	r.qpuOps(m)
@@ -100,6 +101,9 @@ func (r *Runtime) submit(ctx context.Context, q Request) (any, error) {
 	for _, d := range sr.Dependencies() {
 		k := map[api.DependencyType]instance.DepKind{api.AfterOK: instance.AfterOK, api.AfterAny: instance.AfterAny, api.AfterNotOK: instance.AfterNotOK}[d.Type]
 		spec.Deps = append(spec.Deps, instance.Dep{Kind: k, Job: instance.JobID(d.Job)})
+	}
+	if err := r.resolveDeps(ctx, spec.Deps); err != nil {
+		return nil, err
 	}
 	meta := &jobMeta{Command: sr.Command, Cwd: sr.Cwd, Env: sr.Env, Stdout: sr.Stdout, Stderr: sr.Stderr, Key: sr.Key, NTasks: sr.NTasks, Nice: sr.Nice}
 	v, err := r.do(ctx, func(now instance.Time) (any, error) {
@@ -294,14 +298,17 @@ func (r *Runtime) jobs(_ context.Context, q Request) (any, error) {
 		}
 		states[string(s)] = true
 	}
+	after, err := idCursor(jr.Page)
+	if err != nil {
+		return nil, err
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	inst, err := r.instanceOf(q)
 	if err != nil {
 		return nil, err
 	}
-	out := api.JobsReply{Jobs: []api.Job{}}
-	for _, j := range inst.JobsAndResvJobs(func(j *instance.Job) bool {
+	jobs, more := inst.JobsAfter(instance.JobID(after), jr.Size(), func(j *instance.Job) bool {
 		if user != "" && j.Spec.User != user {
 			return false
 		}
@@ -309,8 +316,14 @@ func (r *Runtime) jobs(_ context.Context, q Request) (any, error) {
 			return states[j.State.String()]
 		}
 		return jr.All || !j.State.Final()
-	}) {
-		out.Jobs = append(out.Jobs, r.apiJob(j))
+	})
+	out := api.JobsReply{Jobs: make([]api.Job, len(jobs))}
+	for i, j := range jobs {
+		out.Jobs[i] = r.apiJob(j)
+	}
+	if n := fit(out.Jobs); more || n < len(out.Jobs) {
+		out.Jobs = out.Jobs[:n]
+		out.Next = out.Jobs[n-1].ID.String()
 	}
 	return out, nil
 }

@@ -6,10 +6,10 @@ import (
 	"path/filepath"
 )
 
-// checkLost refuses to restore from a store that knows it lost records (a
-// truncated or corrupt block file, found by the server when it loaded the
-// stream): serving what is left would forget jobs that were acknowledged,
-// and hand out their IDs again.
+// checkLost reports a store that knows it lost records (a truncated or
+// corrupt block file, found by the server when it loaded the stream). The
+// broker serves what is left (IDs are never handed out again: the IDs
+// record keeps the last one), and says what was lost.
 func (r *Runtime) checkLost(ctx context.Context) error {
 	for _, bucket := range []string{JobsBucket, ResvsBucket, QPUBucket, MetaBucket} {
 		s, err := r.b.js.Stream(ctx, "KV_"+bucket)
@@ -25,9 +25,8 @@ func (r *Runtime) checkLost(ctx context.Context) error {
 			if r.b.opts.NatsURL == "" {
 				where = filepath.Join(r.b.opts.StateDir, "nats")
 			}
-			return fmt.Errorf("broker: the store lost %d records of %s (%d bytes; damaged files under %s): "+
-				"jobs or reservations that were acknowledged may be gone; restore the state directory from a backup "+
-				"(the broker will not serve a partial state)", len(l.Msgs), bucket, l.Bytes, where)
+			r.b.log.Error("the store lost records: damaged files", "bucket", bucket, "records", len(l.Msgs), "bytes", l.Bytes, "where", where,
+				"what_to_do", "records that were acknowledged may be gone; restore the state directory from a backup if they matter")
 		}
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -394,13 +395,25 @@ func (r *Runtime) qpuJobs(_ context.Context, q Request) (any, error) {
 	if jr.All && !q.Admin {
 		return nil, api.Errorf(api.CodePermissionDenied, "only administrators may list every user's QPU jobs; drop --all to see yours")
 	}
+	after, err := idCursor(jr.Page)
+	if err != nil {
+		return nil, err
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := api.QPUJobsReply{Jobs: []api.QPUJob{}}
 	for _, j := range r.qp.s.Jobs(func(j *qpu.Job) bool {
-		return (jr.All || j.User == q.User) && (jr.Backend == "" || j.Backend == jr.Backend)
+		return uint64(j.ID) > after && (jr.All || j.User == q.User) && (jr.Backend == "" || j.Backend == jr.Backend)
 	}) {
+		if len(out.Jobs) == jr.Size() {
+			out.Next = strconv.FormatUint(out.Jobs[len(out.Jobs)-1].ID, 10)
+			break
+		}
 		out.Jobs = append(out.Jobs, apiQPUJob(j, false))
+	}
+	if n := fit(out.Jobs); n < len(out.Jobs) {
+		out.Jobs = out.Jobs[:n]
+		out.Next = strconv.FormatUint(out.Jobs[n-1].ID, 10)
 	}
 	return out, nil
 }

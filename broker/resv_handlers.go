@@ -159,13 +159,33 @@ func (r *Runtime) servePending(rv instance.Resv) {
 }
 
 func (r *Runtime) resvList(_ context.Context, q Request) (any, error) {
+	var lr api.ResvListRequest
+	if err := q.Decode(&lr); err != nil {
+		return nil, err
+	}
+	after, paged, err := parseResvCursor(lr.Page)
+	if err != nil {
+		return nil, err
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := api.ResvsReply{Resvs: []api.Resv{}}
+	var at []resvCursor // of each reservation of the page
+	more := false
 	for _, rv := range r.in.Resvs() {
-		if rv.Parent == q.Path {
-			out.Resvs = append(out.Resvs, r.apiResv(rv))
+		if rv.Parent != q.Path || (paged && !after.before(int64(rv.Start), rv.Name)) {
+			continue
 		}
+		if len(out.Resvs) == lr.Size() {
+			more = true
+			break
+		}
+		out.Resvs = append(out.Resvs, r.apiResv(rv))
+		at = append(at, resvCursor{int64(rv.Start), rv.Name})
+	}
+	if n := fit(out.Resvs); more || n < len(out.Resvs) {
+		out.Resvs = out.Resvs[:n]
+		out.Next = at[n-1].String()
 	}
 	return out, nil
 }

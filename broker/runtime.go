@@ -55,6 +55,12 @@ type Resources struct {
 	// QPUHeartbeat is how often QPU executors send heartbeats; one that
 	// is silent for three is gone. Default 1 s.
 	QPUHeartbeat time.Duration
+	// KeepFinished is how long ended jobs stay live ('strata jobs -a',
+	// 'job show') before they move to the archive ('strata acct');
+	// default DefaultKeepFinished. KeepFinishedMax, when positive, also
+	// bounds how many ended jobs stay live: the oldest go first.
+	KeepFinished    time.Duration
+	KeepFinishedMax int
 }
 
 // Runtime hosts the scheduling core in the broker. Every input (a request,
@@ -110,6 +116,8 @@ type Runtime struct {
 	done     chan struct{}
 
 	qp qpuRuntime // the QPU scheduler and what waits on it
+
+	arch *archiver // moves ended jobs to the archive (archive.go)
 
 	// savedIDs is the last IDs record queued for the store; idsDirty
 	// says it must go out with the next records.
@@ -219,6 +227,9 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 			return nil, err
 		}
 	}
+	if err := r.openArchive(ctx); err != nil {
+		return nil, err
+	}
 	r.commits = newCommitter(r)
 	if err := r.restore(ctx); err != nil {
 		r.commits.stop()
@@ -229,6 +240,7 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 		return nil, err
 	}
 	go r.reapExits()
+	go r.sweeper()
 	return r, nil
 }
 
@@ -302,11 +314,17 @@ func (r *Runtime) restore(ctx context.Context) error {
 	if err := r.checkLost(ctx); err != nil {
 		return err
 	}
-	if int64(len(jobs)) < r.savedIDs.Jobs {
-		return fmt.Errorf("broker: the store lost job records: %s holds %d jobs, but %d were recorded (last job ID %d): "+
-			"jobs that were acknowledged are gone; restore the state directory from a backup (the broker will not serve a partial state)",
-			JobsBucket, len(jobs), r.savedIDs.Jobs, r.savedIDs.Job)
+	if lost := r.savedIDs.Jobs - int64(len(jobs)); lost > 0 {
+		// Reported, not refused: the embedded server acknowledges a
+		// write before its file store has written it, so a SIGKILL of
+		// the broker (and the server in it) can cost the last writes;
+		// refusing to start would cost the whole centre. IDs are not
+		// reused (the IDs record keeps the last one handed out).
+		r.b.log.Error("the store lost job records: jobs that were recorded are gone",
+			"bucket", JobsBucket, "restored", len(jobs), "recorded", r.savedIDs.Jobs, "lost", lost, "last_job_id", r.savedIDs.Job,
+			"what_to_do", "check the disk under the state directory; restore it from a backup if the lost jobs matter")
 	}
+
 	r.mu.Lock()
 	locked := true
 	defer func() {
@@ -391,6 +409,9 @@ func (r *Runtime) Close() error {
 		return nil
 	}
 	r.closed = true
+	r.mu.Unlock()
+	r.stopArchive()
+	r.mu.Lock()
 	if r.timer != nil {
 		r.timer.Stop()
 	}

@@ -83,7 +83,8 @@ type shared struct {
 	lastID   JobID
 	lastResv int64
 	jobs     map[JobID]*Job
-	deps     map[JobID][]JobID // job -> jobs waiting on it
+	ids      *btree.BTreeG[JobID] // the keys of jobs, in order, for pages
+	deps     map[JobID][]JobID    // job -> jobs waiting on it
 	insts    map[string]*Instance
 	resvs    map[string]*Resv
 	wakes    *btree.BTreeG[wake]
@@ -139,6 +140,7 @@ func New(cfg Config) (*Instance, error) {
 	sh := &shared{
 		newID:    cfg.NewID,
 		jobs:     make(map[JobID]*Job),
+		ids:      btree.NewOrderedG[JobID](32),
 		deps:     make(map[JobID][]JobID),
 		insts:    make(map[string]*Instance),
 		resvs:    make(map[string]*Resv),
@@ -273,18 +275,17 @@ func (in *Instance) Jobs(keep func(*Job) bool) []Job {
 }
 
 // JobsAndResvJobs is Jobs over this instance and the instances of its
-// reservations. A job queued with --resv belongs to the reservation's
-// instance, but its owner submitted it here and looks for it here, before
-// the window opens as during it.
+// reservations: the jobs a user queued here, with or without --resv.
 func (in *Instance) JobsAndResvJobs(keep func(*Job) bool) []Job {
-	var out []Job
-	for _, j := range in.sh.jobs {
-		if (j.inst == in || (j.inst.resv != nil && j.inst.parent == in)) && (keep == nil || keep(j)) {
-			out = append(out, j.copy())
-		}
-	}
-	sort.Slice(out, func(a, b int) bool { return out[a].ID < out[b].ID })
-	return out
+	jobs, _ := in.JobsAfter(0, len(in.sh.jobs)+1, keep)
+	return jobs
+}
+
+// lists reports whether the jobs list of this instance shows job j: its
+// own jobs, and those queued in its reservations (before and during
+// them), where their users submitted them.
+func (in *Instance) lists(j *Job) bool {
+	return j.inst == in || (j.inst.resv != nil && j.inst.parent == in)
 }
 
 // Forget drops the records of final jobs that ended before t, to bound
@@ -295,6 +296,7 @@ func (in *Instance) Forget(before Time) int {
 	for id, j := range in.sh.jobs {
 		if j.State.Final() && j.End < before && len(in.sh.deps[id]) == 0 {
 			delete(in.sh.jobs, id)
+			in.sh.ids.Delete(id)
 			n++
 		}
 	}
@@ -459,8 +461,8 @@ func (in *Instance) newJobCheck(now Time, spec Spec) (Spec, error) {
 		return spec, err
 	}
 	for _, d := range spec.Deps {
-		if _, ok := in.sh.jobs[d.Job]; !ok {
-			return spec, fmt.Errorf("%w: dependency %s:%d names no known job", ErrInvalid, d.Kind, d.Job)
+		if err := in.sh.checkDep(d); err != nil {
+			return spec, err
 		}
 	}
 	if spec.Urgency == 0 {
@@ -594,6 +596,7 @@ func (in *Instance) enqueue(now Time, j *Job) {
 // enqueueWhy is enqueue, with the reason its history gives.
 func (in *Instance) enqueueWhy(now Time, j *Job, reason string) {
 	in.sh.jobs[j.ID] = j
+	in.sh.ids.ReplaceOrInsert(j.ID)
 	j.Start, j.End, j.PlannedStart = 0, 0, 0
 	j.Nodes, j.nodeSet = nil, timeline.NodeSet{}
 	j.Term = Termination{}
@@ -624,18 +627,26 @@ func (in *Instance) dirty() { in.sh.dirty[in] = true }
 // and whether the dependency can never be satisfied.
 func (in *Instance) depState(j *Job) (string, bool) {
 	for _, d := range j.Spec.Deps {
-		o := in.sh.jobs[d.Job]
-		if o == nil {
-			continue // forgotten: it ended long ago and satisfied nobody
+		var ended State
+		switch o := in.sh.jobs[d.Job]; {
+		case o != nil:
+			ended = o.State
+		case d.Archived:
+			ended = d.Ended
+		default:
+			// Forgotten since the dependency was made: it ended
+			// as the dependency asked, or this job would have been
+			// cancelled then.
+			continue
 		}
-		if !o.State.Final() {
+		if !ended.Final() {
 			return fmt.Sprintf("waiting for job %d to end (%s)", d.Job, d.Kind), false
 		}
-		ok := o.State == Completed
+		ok := ended == Completed
 		switch d.Kind {
 		case AfterOK:
 			if !ok {
-				return fmt.Sprintf("dependency never satisfied: job %d ended %s (afterok)", d.Job, o.State), true
+				return fmt.Sprintf("dependency never satisfied: job %d ended %s (afterok)", d.Job, ended), true
 			}
 		case AfterNotOK:
 			if ok {

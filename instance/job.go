@@ -73,6 +73,11 @@ func (k DepKind) String() string { return depNames[k] }
 type Dep struct {
 	Kind DepKind
 	Job  JobID
+	// Archived says that Job had already left the live state
+	// (ForgetJob) when the dependency was made, and had ended in state
+	// Ended: the broker found it in its archive.
+	Archived bool
+	Ended    State
 }
 
 // Spec is what a user asks for. Zero values mean "the default".

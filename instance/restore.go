@@ -43,6 +43,7 @@ func (in *Instance) Restore(now Time, resvs []Resv, jobs []Job) (lost []JobID, e
 		}
 		j.inst = o
 		in.sh.jobs[j.ID] = j
+		in.sh.ids.ReplaceOrInsert(j.ID)
 		switch j.State {
 		case Pending:
 			for _, d := range j.Spec.Deps {

@@ -41,7 +41,7 @@ func TestRestoreEquivalence(t *testing.T) {
 	must(a.Submit(0, bob, "root", Spec{Nodes: 6, Walltime: 1000, Requeue: true}))
 	must(a.Submit(0, alice, "root", Spec{Nodes: 2, Walltime: 500, Child: true}))
 	must(a.Submit(1, alice, "root", Spec{Nodes: 8, Walltime: 100}))
-	must(a.Submit(1, alice, "root", Spec{Nodes: 1, Walltime: 100, Deps: []Dep{{AfterOK, 3}}}))
+	must(a.Submit(1, alice, "root", Spec{Nodes: 1, Walltime: 100, Deps: []Dep{{Kind: AfterOK, Job: 3}}}))
 	must(a.Submit(1, bob, "root", Spec{Nodes: 1, Walltime: 100, Hold: true}))
 	must(a.Submit(2, alice, "root.j2", Spec{Nodes: 1, Walltime: 50}))
 	must(a.AddResv(3, admin, resv.Spec{Name: "physics", Start: 100, End: 400, Nodes: 4, Users: []string{"alice"}, Overlap: resv.Kill}))

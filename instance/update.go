@@ -71,8 +71,11 @@ func (in *Instance) Update(now Time, who Actor, id JobID, u Update) error {
 	}
 	if u.Deps != nil {
 		for _, d := range *u.Deps {
-			if _, ok := in.sh.jobs[d.Job]; !ok || d.Job == id {
-				return fmt.Errorf("%w: dependency %s:%d names no other known job", ErrInvalid, d.Kind, d.Job)
+			if d.Job == id {
+				return fmt.Errorf("%w: dependency %s:%d names the job itself", ErrInvalid, d.Kind, d.Job)
+			}
+			if err := in.sh.checkDep(d); err != nil {
+				return err
 			}
 		}
 		spec.Deps = append([]Dep(nil), (*u.Deps)...)

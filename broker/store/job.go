@@ -92,6 +92,9 @@ type ArrayTask struct {
 type Dep struct {
 	Type string `json:"type"` // afterok, afterany, afternotok
 	Job  int64  `json:"job"`
+	// Ended is the state the job had ended in when it was already in
+	// the archive as the dependency was made ("": a live job then).
+	Ended string `json:"ended,omitempty"`
 }
 
 // Event is one step of a job's story.
@@ -139,7 +142,11 @@ func FromJob(j instance.Job, m Meta) Job {
 		r.Nodes = hostlist.Format(j.Nodes)
 	}
 	for _, d := range j.Spec.Deps {
-		r.Spec.Deps = append(r.Spec.Deps, Dep{Type: d.Kind.String(), Job: int64(d.Job)})
+		rd := Dep{Type: d.Kind.String(), Job: int64(d.Job)}
+		if d.Archived {
+			rd.Ended = d.Ended.String()
+		}
+		r.Spec.Deps = append(r.Spec.Deps, rd)
 	}
 	for _, e := range j.Events {
 		r.Events = append(r.Events, Event{Time: int64(e.Time), State: e.State.String(), Reason: e.Reason})
@@ -194,7 +201,14 @@ func (r Job) Core() (instance.Job, Meta, error) {
 		if !ok {
 			return j, r.Meta, fmt.Errorf("dependency type %q: want afterok, afterany or afternotok", d.Type)
 		}
-		j.Spec.Deps = append(j.Spec.Deps, instance.Dep{Kind: k, Job: instance.JobID(d.Job)})
+		dep := instance.Dep{Kind: k, Job: instance.JobID(d.Job)}
+		if d.Ended != "" {
+			dep.Archived = true
+			if dep.Ended, err = instance.ParseState(d.Ended); err != nil {
+				return j, r.Meta, fmt.Errorf("dependency on job %d: %w", d.Job, err)
+			}
+		}
+		j.Spec.Deps = append(j.Spec.Deps, dep)
 	}
 	for _, e := range r.Events {
 		st, err := instance.ParseState(e.State)

@@ -53,6 +53,8 @@ func brokerCommand() *cli.Command {
 				&cli.IntFlag{Name: "max-requests-per-user", Value: broker.DefaultMaxRequestsPerUser, Usage: "one user's requests in the broker, waits included; more are answered 'too many requests'"},
 				&cli.IntFlag{Name: "max-env", Value: api.DefaultMaxEnvBytes, Usage: "the largest environment a job may pass, in bytes (NAME=VALUE of every variable)"},
 				&cli.StringFlag{Name: "kill-grace", Value: "10s", Usage: "from SIGTERM to SIGKILL when a job is ended"},
+				&cli.StringFlag{Name: "keep-finished", Value: "3d", Usage: "how long ended jobs stay in 'strata jobs -a' and 'job show' before they move to the archive that 'strata acct' reads"},
+				&cli.IntFlag{Name: "keep-finished-max", Usage: "at most this many ended jobs stay live; the oldest move to the archive first (0: no bound)"},
 				&cli.StringSliceFlag{Name: "admin", Usage: "a user with administrator rights (repeatable; 'admin' always is one)"},
 				&cli.BoolFlag{Name: "debug", Usage: "log debug messages"},
 				&cli.StringFlag{Name: "config", Usage: "a JSON file of flag values, e.g. {\"nodes\": \"node[0-63]\", \"qpu\": [\"qpu0:4\"], \"policy\": \"conservative\"}; flags on the command line win"},
@@ -90,12 +92,18 @@ func runBroker(c *cli.Context) error {
 		return cliapp.UsageErr(fmt.Errorf("--policy: %w", err))
 	}
 	durs := map[string]time.Duration{}
-	for _, f := range []string{"default-walltime", "max-walltime", "kill-grace", "qpu-heartbeat"} {
+	for _, f := range []string{"default-walltime", "max-walltime", "kill-grace", "qpu-heartbeat", "keep-finished"} {
 		d, err := when.ParseDuration(c.String(f))
 		if err != nil {
 			return cliapp.UsageErr(fmt.Errorf("--%s: %w", f, err))
 		}
 		durs[f] = d
+	}
+	if durs["keep-finished"] < time.Second {
+		return cliapp.UsageErr(fmt.Errorf("--keep-finished %s: give at least 1s, e.g. 3d (ended jobs stay that long in 'strata jobs -a')", c.String("keep-finished")))
+	}
+	if n := c.Int("keep-finished-max"); n < 0 {
+		return cliapp.UsageErr(fmt.Errorf("--keep-finished-max %d: give a count of jobs, or 0 for no bound", n))
 	}
 	level := slog.LevelInfo
 	if c.Bool("debug") {
@@ -119,6 +127,7 @@ func runBroker(c *cli.Context) error {
 		Nodes: nodes, QPUs: qpus, Policy: pol,
 		DefaultWalltime: durs["default-walltime"], MaxWalltime: durs["max-walltime"], KillGrace: durs["kill-grace"],
 		QPUConcurrency: devices, QPUHeartbeat: durs["qpu-heartbeat"],
+		KeepFinished: durs["keep-finished"], KeepFinishedMax: c.Int("keep-finished-max"),
 	})
 	if err != nil {
 		b.Shutdown()

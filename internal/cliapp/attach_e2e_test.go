@@ -26,7 +26,7 @@ func TestE2ERequeueAttach(t *testing.T) {
 		if r.stdout != "bye\n" {
 			t.Errorf("attach to a failing job printed %q, want bye", r.stdout)
 		}
-		b.expect(t, "bob", 1, []string{"belongs to alice"}, "attach", id)
+		b.expect(t, "bob", 1, []string{"no job " + id + " of yours"}, "attach", id)
 		b.expect(t, "alice", 2, []string{"takes one job ID"}, "attach")
 	})
 
@@ -39,7 +39,7 @@ func TestE2ERequeueAttach(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		b.expect(t, "bob", 1, []string{"belongs to alice"}, "job", "requeue", id)
+		b.expect(t, "bob", 1, []string{"no job " + id + " of yours"}, "job", "requeue", id)
 		if out := b.must("alice", "job", "requeue", id); !strings.Contains(out, "terminating") {
 			t.Errorf("requeue of a running job says %q", out)
 		}

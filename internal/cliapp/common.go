@@ -30,6 +30,7 @@ func userCommands() []*cli.Command {
 		submitCommand(),
 		runCommand(),
 		jobsCommand(),
+		acctCommand(),
 		jobCommand(),
 		cancelCommand(),
 		waitCommand(),

@@ -63,32 +63,45 @@ func runJobs(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return show(c, api.OpJobs, req,
-		func(rep *api.JobsReply) any { return nonNil(rep.Jobs) },
-		func(w io.Writer, rep *api.JobsReply) error {
-			printJobRows(w, jobRows(rep.Jobs, c.Bool("array")), time.Now())
-			return nil
-		})
-}
-
-// printJobs writes the jobs table, a line per job.
-func printJobs(w io.Writer, jobs []api.Job, now time.Time) {
-	printJobRows(w, jobRows(jobs, true), now)
-}
-
-// printJobRows writes the jobs table.
-func printJobRows(w io.Writer, rows []jobRow, now time.Time) {
-	tw := newTable(w)
-	fmt.Fprintln(tw, "ID\tUSER\tNAME\tSTATE\tNODES\tRESV\tTIME\tREASON")
-	for _, r := range rows {
-		j := r.job
-		nodes := j.Nodes
-		if nodes == "" {
-			nodes = strconv.Itoa(j.NNodes)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.label, cell(j.User), cell(j.Name), j.State, nodes, cell(j.Resv), runTime(j, now), cell(j.Reason))
+	now := time.Now()
+	if c.Bool("json") {
+		return list(c, api.OpJobs, &req, &req.Page,
+			func(rep *api.JobsReply) ([]api.Job, string) { return rep.Jobs, rep.Next },
+			jobsHeader, func(j api.Job) []string { return jobLine(jobRow{label: j.ID.String(), job: j}, now) })
 	}
-	tw.Flush()
+	// A page at a time: the pending tasks of an array fold into a line
+	// per page (an array whose tasks span two pages gets a line in each).
+	t := &pagedTable[jobRow]{w: c.App.Writer, header: jobsHeader, row: func(r jobRow) []string { return jobLine(r, now) }}
+	err = pages(c, api.OpJobs, &req, &req.Page, func(rep *api.JobsReply) (string, error) {
+		return rep.Next, t.page(jobRows(rep.Jobs, c.Bool("array")))
+	})
+	if err != nil {
+		return err
+	}
+	return t.close()
+}
+
+// jobsHeader and jobLine make the jobs table.
+var jobsHeader = []string{"ID", "USER", "NAME", "STATE", "NODES", "RESV", "TIME", "REASON"}
+
+func jobLine(r jobRow, now time.Time) []string {
+	j := r.job
+	nodes := j.Nodes
+	if nodes == "" {
+		nodes = strconv.Itoa(j.NNodes)
+	}
+	return []string{r.label, cell(j.User), cell(j.Name), string(j.State), nodes, cell(j.Resv), runTime(j, now), cell(j.Reason)}
+}
+
+// printJobs writes the jobs table of a whole list, a line per job.
+func printJobs(w io.Writer, jobs []api.Job, now time.Time) error {
+	return printJobRows(w, jobRows(jobs, true), now)
+}
+
+// printJobRows writes the jobs table of a whole list.
+func printJobRows(w io.Writer, rows []jobRow, now time.Time) error {
+	t := &pagedTable[jobRow]{w: w, header: jobsHeader, row: func(r jobRow) []string { return jobLine(r, now) }}
+	return t.page(rows)
 }
 
 // runTime is how long a job has run (or ran): 0s before it starts.

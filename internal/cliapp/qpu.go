@@ -531,20 +531,24 @@ func runQPUJobs(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return show(c, api.OpQPUJobs, api.QPUJobsRequest{All: c.Bool("all"), Backend: b},
-		func(rep *api.QPUJobsReply) any { return nonNil(rep.Jobs) },
-		func(w io.Writer, rep *api.QPUJobsReply) error { printQPUJobs(w, rep.Jobs); return nil })
+	req := api.QPUJobsRequest{All: c.Bool("all"), Backend: b}
+	return list(c, api.OpQPUJobs, &req, &req.Page,
+		func(rep *api.QPUJobsReply) ([]api.QPUJob, string) { return rep.Jobs, rep.Next },
+		qpuJobsHeader, qpuJobRow)
 }
 
-// printQPUJobs writes the QPU jobs table.
-func printQPUJobs(w io.Writer, jobs []api.QPUJob) {
-	tw := newTable(w)
-	fmt.Fprintln(tw, "ID\tNAME\tUSER\tSESSION\tBACKEND\tSHOTS\tSTATE\tEXEC\tREASON")
-	for _, j := range jobs {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", j.ID, cell(j.Name), cell(j.User), cell(j.Session), cell(j.Backend),
-			j.Shots, cell(string(j.State)), execText(j), cell(j.Reason))
-	}
-	tw.Flush()
+// qpuJobsHeader and qpuJobRow make the QPU jobs table.
+var qpuJobsHeader = []string{"ID", "NAME", "USER", "SESSION", "BACKEND", "SHOTS", "STATE", "EXEC", "REASON"}
+
+func qpuJobRow(j api.QPUJob) []string {
+	return []string{strconv.FormatUint(j.ID, 10), cell(j.Name), cell(j.User), cell(j.Session), cell(j.Backend),
+		strconv.Itoa(j.Shots), cell(string(j.State)), execText(j), cell(j.Reason)}
+}
+
+// printQPUJobs writes the QPU jobs table of a whole list.
+func printQPUJobs(w io.Writer, jobs []api.QPUJob) error {
+	t := &pagedTable[api.QPUJob]{w: w, header: qpuJobsHeader, row: qpuJobRow}
+	return t.page(jobs)
 }
 
 // execText is a QPU job's time on the device: "-" before it runs.

@@ -589,25 +589,28 @@ func runResvList(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
 	}
-	return show(c, api.OpResvList, nil,
-		func(rep *api.ResvsReply) any { return nonNil(rep.Resvs) },
-		func(w io.Writer, rep *api.ResvsReply) error { printResvs(w, rep.Resvs); return nil })
+	var req api.ResvListRequest
+	return list(c, api.OpResvList, &req, &req.Page,
+		func(rep *api.ResvsReply) ([]api.Resv, string) { return rep.Resvs, rep.Next },
+		resvsHeader, resvRow)
 }
 
-// printResvs writes the reservations table.
-func printResvs(w io.Writer, rvs []api.Resv) {
-	tw := newTable(w)
-	fmt.Fprintln(tw, "NAME\tSTATE\tSTART\tEND\tNODES\tQPU\tUSERS\tOVERLAP\tKILLED\tKIND")
-	for _, rv := range rvs {
-		qpus := slotList(rv.QPU)
-		kind := "dat"
-		if rv.Maint {
-			kind = "maint"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", rv.Name, cell(rv.State), fmtTime(rv.Start), fmtTime(rv.End),
-			cell(rv.Nodes), cell(strings.Join(qpus, ",")), cell(strings.Join(rv.Users, ",")), cell(rv.Overlap), len(rv.Killed), kind)
+// resvsHeader and resvRow make the reservations table.
+var resvsHeader = []string{"NAME", "STATE", "START", "END", "NODES", "QPU", "USERS", "OVERLAP", "KILLED", "KIND"}
+
+func resvRow(rv api.Resv) []string {
+	kind := "dat"
+	if rv.Maint {
+		kind = "maint"
 	}
-	tw.Flush()
+	return []string{rv.Name, cell(rv.State), fmtTime(rv.Start), fmtTime(rv.End), cell(rv.Nodes), cell(strings.Join(slotList(rv.QPU), ",")),
+		cell(strings.Join(rv.Users, ",")), cell(rv.Overlap), strconv.Itoa(len(rv.Killed)), kind}
+}
+
+// printResvs writes the reservations table of a whole list.
+func printResvs(w io.Writer, rvs []api.Resv) error {
+	t := &pagedTable[api.Resv]{w: w, header: resvsHeader, row: resvRow}
+	return t.page(rvs)
 }
 
 func runResvShow(c *cli.Context) error {

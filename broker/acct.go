@@ -1,0 +1,230 @@
+package broker
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/strata-hpc/strata/api"
+	"github.com/strata-hpc/strata/broker/store"
+	"github.com/strata-hpc/strata/instance"
+	"github.com/strata-hpc/strata/internal/hostlist"
+)
+
+// acctScan bounds the archive records one acct request reads: a page
+// with a selective filter over a long archive comes back short (even
+// empty) with a cursor, rather than holding the request for seconds.
+const acctScan = 20_000
+
+// acctFilter is an acct request, checked and resolved.
+type acctFilter struct {
+	user         string // "": every user
+	states       map[api.JobState]bool
+	since, until instance.Time // until 0: open
+	resv         string
+	resvPath     string
+	scope        string // instance path: it and below
+}
+
+func (f *acctFilter) keep(j *instance.Job) bool {
+	switch {
+	case !j.State.Final():
+		return false
+	case f.user != "" && j.Spec.User != f.user:
+		return false
+	case len(f.states) > 0 && !f.states[api.JobState(j.State.String())]:
+		return false
+	case j.End < f.since || (f.until != 0 && j.End >= f.until):
+		return false
+	case !under(j.Path, f.scope):
+		return false
+	case f.resv != "" && j.Spec.Resv != f.resv && !under(j.Path, f.resvPath):
+		return false
+	}
+	return true
+}
+
+// under reports whether path is scope or an instance below it.
+func under(path, scope string) bool {
+	return path == scope || strings.HasPrefix(path, scope+".")
+}
+
+// acct serves api.OpAcct: the archive first, in the order jobs were
+// archived, then the ended jobs still live, by ID. The cursor is "a" and
+// the archive's stream sequence read last, or "l" and the last live job
+// ID listed.
+func (r *Runtime) acct(ctx context.Context, q Request) (any, error) {
+	var ar api.AcctRequest
+	if err := q.Decode(&ar); err != nil {
+		return nil, err
+	}
+	if err := ar.Validate(); err != nil {
+		return nil, err
+	}
+	f := &acctFilter{user: q.User, scope: q.Path, resv: ar.Resv}
+	switch {
+	case ar.User == "*":
+		f.user = ""
+	case ar.User != "":
+		f.user = ar.User
+	}
+	if f.user != q.User && !q.Admin {
+		return nil, api.Errorf(api.CodePermissionDenied, "only admins see other users' accounting; drop -u to see yours")
+	}
+	if ar.Instance != "" {
+		if !under(ar.Instance, q.Path) {
+			return nil, api.Errorf(api.CodeInvalidArgument, "instance %s is not %s or below it", ar.Instance, q.Path)
+		}
+		f.scope = ar.Instance
+	}
+	if len(ar.State) > 0 {
+		f.states = map[api.JobState]bool{}
+		for _, s := range ar.State {
+			f.states[s] = true
+		}
+	}
+	if !ar.Since.IsZero() {
+		f.since = instance.Time(ar.Since.Unix())
+	}
+	if !ar.Until.IsZero() {
+		f.until = instance.Time(ar.Until.Unix())
+	}
+	r.mu.Lock()
+	if f.resv != "" {
+		f.resvPath = r.in.Path() + "." + f.resv
+		if rv, ok := r.in.Resv(f.resv); ok {
+			f.resvPath = rv.Path
+		}
+	}
+	r.mu.Unlock()
+
+	phase, pos, err := parseAcctCursor(ar.Cursor)
+	if err != nil {
+		return nil, err
+	}
+	out := api.AcctReply{Jobs: []api.AcctJob{}}
+	var seqs []uint64 // the archive sequence of each archived job of out
+	if phase == 'a' {
+		var next uint64
+		var done bool
+		var err error
+		seqs, next, done, err = r.acctArchive(ctx, f, ar.Since, pos, ar.Size(), &out)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case !done:
+			out.Next = "a" + strconv.FormatUint(next, 10)
+		case len(out.Jobs) == ar.Size():
+			out.Next = "l0" // the archive filled the page: the live jobs come next
+		}
+		pos = 0
+	}
+	if out.Next == "" {
+		r.mu.Lock()
+		jobs, more := r.in.TreeJobsAfter(instance.JobID(pos), ar.Size()-len(out.Jobs), f.keep)
+		r.mu.Unlock()
+		for _, j := range jobs {
+			out.Jobs = append(out.Jobs, acctJob(j, false))
+		}
+		if more {
+			out.Next = "l" + out.Jobs[len(out.Jobs)-1].ID.String()
+		}
+	}
+	if n := fit(out.Jobs); n < len(out.Jobs) {
+		out.Jobs = out.Jobs[:n]
+		if n <= len(seqs) { // cut inside the archive's part
+			out.Next = "a" + strconv.FormatUint(seqs[n-1], 10)
+		} else {
+			out.Next = "l" + out.Jobs[n-1].ID.String()
+		}
+	}
+	return out, nil
+}
+
+// parseAcctCursor reads acct's cursor: phase 'a' (the archive) and the
+// stream sequence read last, or 'l' (the live jobs) and the last job ID
+// listed. "" is the start of the archive.
+func parseAcctCursor(c string) (phase byte, pos uint64, err error) {
+	if c == "" {
+		return 'a', 0, nil
+	}
+	n, err := strconv.ParseUint(c[1:], 10, 64)
+	if err != nil || (c[0] != 'a' && c[0] != 'l') {
+		return 0, 0, badCursor(c)
+	}
+	return c[0], n, nil
+}
+
+// acctArchive appends to out the archived jobs f keeps, reading the
+// archive after stream sequence after (0: from since, or the beginning),
+// until out holds limit jobs, acctScan records were read, or the archive
+// ends (done). seqs are the sequences of the jobs appended; next is the
+// sequence read last.
+func (r *Runtime) acctArchive(ctx context.Context, f *acctFilter, since time.Time, after uint64, limit int, out *api.AcctReply) (seqs []uint64, next uint64, done bool, err error) {
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{store.ArchiveJobsSubject}, DeliverPolicy: jetstream.DeliverAllPolicy}
+	switch {
+	case after > 0:
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, after+1
+	case !since.IsZero():
+		// A job is archived after it ends: what ended since then was
+		// archived since then.
+		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &since
+	}
+	next, done = after, true
+	read := 0
+	err = r.scanArchiveWith(ctx, cfg, func(msg jetstream.Msg) (bool, error) {
+		md, err := msg.Metadata()
+		if err != nil {
+			return false, err
+		}
+		next = md.Sequence.Stream
+		read++
+		j, _, err := store.DecodeArchivedJob(msg.Subject(), msg.Data())
+		if err != nil {
+			return false, err
+		}
+		if f.keep(&j) {
+			out.Jobs = append(out.Jobs, acctJob(j, true))
+			seqs = append(seqs, next)
+		}
+		if md.NumPending > 0 && (len(out.Jobs) == limit || read == acctScan) {
+			done = false
+			return false, nil
+		}
+		return true, nil
+	})
+	return seqs, next, done, err
+}
+
+// acctJob is the accounting record of ended job j.
+func acctJob(j instance.Job, archived bool) api.AcctJob {
+	a := api.AcctJob{
+		ID: api.JobID(j.ID), User: j.Spec.User, Name: j.Spec.Name, State: api.JobState(j.State.String()), Reason: j.Reason,
+		Instance: j.Path, Resv: j.Spec.Resv, NNodes: j.Spec.Nodes, QPU: j.Spec.Slots,
+		SubmitTime: unix(j.Submit), StartTime: unix(j.Start), EndTime: unix(j.End), Archived: archived,
+	}
+	if len(j.Nodes) > 0 {
+		a.Nodes, a.NNodes = hostlist.Format(j.Nodes), len(j.Nodes)
+	}
+	if j.Start != 0 {
+		code := j.ExitCode
+		a.ExitCode = &code
+		if j.End > j.Start {
+			a.ElapsedS = int64(j.End - j.Start)
+		}
+	}
+	hours := float64(a.ElapsedS) / 3600
+	if j.Start != 0 {
+		a.NodeHours = float64(a.NNodes) * hours
+	}
+	slots := 0
+	for _, n := range j.Spec.Slots {
+		slots += n
+	}
+	a.QPUSlotHours = float64(slots) * hours
+	return a
+}

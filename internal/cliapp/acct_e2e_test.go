@@ -1,0 +1,168 @@
+package cliapp
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strata-hpc/strata/api"
+)
+
+// restart stops the broker (SIGTERM) and starts it again on the same
+// state directory and address, with args.
+func (b *e2eBroker) restart(args ...string) {
+	b.t.Helper()
+	b.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-b.exit:
+	case <-time.After(10 * time.Second):
+		b.cmd.Process.Kill()
+		<-b.exit
+	}
+	logf, err := os.OpenFile(filepath.Join(b.dir, "broker.log"), os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	addr := strings.TrimSuffix(strings.TrimPrefix(b.uri, "strata://"), "/root")
+	b.cmd = exec.Command(e2eBin, append([]string{"broker", "start", "--listen", addr, "--state-dir", b.state}, args...)...)
+	b.cmd.Stdout, b.cmd.Stderr = logf, logf
+	if err := b.cmd.Start(); err != nil {
+		b.t.Fatal(err)
+	}
+	logf.Close()
+	go func() { b.exit <- b.cmd.Wait() }()
+	deadline := time.Now().Add(30 * time.Second)
+	for b.strataAs("admin", "whoami").code != 0 {
+		if time.Now().After(deadline) {
+			b.t.Fatalf("the broker did not serve again within 30s:\n%s", b.log())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// acctOf runs acct --json as user with args.
+func (b *e2eBroker) acctOf(user string, args ...string) (jobs []api.AcctJob, totals []UserTotal) {
+	b.t.Helper()
+	var out struct {
+		Jobs   []api.AcctJob `json:"jobs"`
+		Totals []UserTotal   `json:"totals"`
+	}
+	if err := json.Unmarshal([]byte(b.must(user, append([]string{"acct", "--json"}, args...)...)), &out); err != nil {
+		b.t.Fatal(err)
+	}
+	return out.Jobs, out.Totals
+}
+
+func acctIDs(jobs []api.AcctJob) []string {
+	var out []string
+	for _, j := range jobs {
+		out = append(out, j.ID.String())
+	}
+	return out
+}
+
+// TestE2EAcct: jobs end, the retention (1 s) passes, they leave 'jobs -a'
+// and show in 'acct' (with their node-hours, QPU slot-hours, filters and
+// totals), and they are still there after a restart, from the archive.
+func TestE2EAcct(t *testing.T) {
+	b := startE2EBroker(t, "--nodes", "node[0-3]", "--qpu", "qpu0:4", "--keep-finished", "1s")
+	b.must("admin", "user", "add", "alice", "-o", b.creds("alice"))
+	b.must("admin", "user", "add", "bob", "-o", b.creds("bob"))
+	start := time.Now().Add(2 * time.Second)
+	if err := createResv(b, api.ResvCreateRequest{Name: "physics", Start: start, End: start.Add(time.Hour), NodeList: "node3", Users: []string{"alice"}}); err != nil {
+		t.Fatal(err)
+	}
+	two := b.submit("alice", "-N", "2", "--", "sleep", "1")
+	fails := b.submit("alice", "--", "false")
+	inResv := b.submit("alice", "--resv", "physics", "-t", "1m", "--", "true")
+	quantum := b.submit("bob", "--qpu", "qpu0:2", "--", "sleep", "1")
+	for _, id := range []string{two, fails, inResv, quantum} {
+		b.strataAs("admin", "wait", id)
+	}
+	newest := b.submit("bob", "--hold", "--", "true") // the newest job stays live
+
+	// The retention passes: the ended jobs leave 'jobs -a' and the live
+	// state, into the archive.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out := b.must("admin", "jobs", "-a", "-u", "*")
+		jobs, _ := b.acctOf("admin", "-u", "*")
+		archived := 0
+		for _, j := range jobs {
+			if j.Archived {
+				archived++
+			}
+		}
+		if strings.Count(out, "\n") == 2 && strings.Contains(out, "\n"+newest+" ") && archived == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("30 s after the jobs ended, with --keep-finished 1s, %d of 4 are archived, and jobs -a lists:\n%s", archived, out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	check := func(t *testing.T) {
+		jobs, totals := b.acctOf("alice")
+		// In the order they ended: the failure first.
+		if got := strings.Join(acctIDs(jobs), ","); got != strings.Join([]string{fails, two, inResv}, ",") {
+			t.Errorf("alice's acct lists jobs %s, want %s,%s,%s", got, fails, two, inResv)
+		}
+		for _, j := range jobs {
+			if !j.Archived || j.User != "alice" {
+				t.Errorf("alice's acct: %+v", j)
+			}
+			if j.ID.String() == two && (j.NNodes != 2 || j.ElapsedS < 1 || j.NodeHours != 2*float64(j.ElapsedS)/3600) {
+				t.Errorf("job %s: %d nodes, %d s, %.6f node-hours; want 2 nodes x its elapsed time", two, j.NNodes, j.ElapsedS, j.NodeHours)
+			}
+		}
+		if len(totals) != 1 || totals[0].User != "alice" || totals[0].Jobs != 3 {
+			t.Errorf("alice's totals: %+v", totals)
+		}
+		all, totals := b.acctOf("admin", "-u", "*")
+		if len(all) != 4 || len(totals) != 2 || totals[1].User != "bob" || totals[1].Jobs != 1 {
+			t.Errorf("admin's acct -u '*': jobs %v, totals %+v", acctIDs(all), totals)
+		}
+		for _, j := range all {
+			if j.ID.String() == quantum && (j.QPU["qpu0"] != 2 || j.QPUSlotHours != 2*float64(j.ElapsedS)/3600 || j.QPUSlotHours == 0) {
+				t.Errorf("bob's QPU job: %+v; want 2 slots x its elapsed time", j)
+			}
+		}
+		if j, _ := b.acctOf("admin", "-u", "*", "--state", "failed"); strings.Join(acctIDs(j), ",") != fails {
+			t.Errorf("--state failed: %v, want %s", acctIDs(j), fails)
+		}
+		if j, _ := b.acctOf("admin", "-u", "*", "--resv", "physics"); strings.Join(acctIDs(j), ",") != inResv {
+			t.Errorf("--resv physics: %v, want %s", acctIDs(j), inResv)
+		}
+		if j, _ := b.acctOf("bob", "--until", "-1h"); len(j) != 0 {
+			t.Errorf("--until an hour ago: %v, want none", acctIDs(j))
+		}
+		if j, _ := b.acctOf("bob", "--since", "+1m", "--until", "+2m"); len(j) != 0 {
+			t.Errorf("a window in the future: %v, want none", acctIDs(j))
+		}
+		table := b.must("alice", "acct")
+		if !strings.HasPrefix(table, "ID ") || !strings.Contains(table, "\nUSER ") || !strings.Contains(table, "\nTOTAL ") {
+			t.Errorf("acct's table:\n%s", table)
+		}
+		recs, err := csv.NewReader(strings.NewReader(b.must("alice", "acct", "--csv"))).ReadAll()
+		if err != nil || len(recs) != 4 || recs[0][0] != "id" || recs[0][15] != "node_hours" {
+			t.Errorf("acct --csv: %v, %v", recs, err)
+		}
+		b.expect(t, "alice", 1, []string{"only admins"}, "acct", "-u", "bob")
+		b.expect(t, "alice", 2, []string{"--since", "cannot read time"}, "acct", "--since", "yesterday-ish")
+		b.expect(t, "alice", 2, []string{"--until", "not after --since"}, "acct", "--since", "-1h", "--until", "-2h")
+		b.expect(t, "alice", 2, []string{"--state", "not an ended state"}, "acct", "--state", "running")
+		b.expect(t, "alice", 2, []string{"--json or --csv"}, "acct", "--json", "--csv")
+	}
+	t.Run("archived", check)
+	b.restart("--nodes", "node[0-3]", "--qpu", "qpu0:4", "--keep-finished", "1s")
+	t.Run("after a restart", check)
+	if out := b.must("admin", "jobs", "-a", "-u", "*"); strings.Count(out, "\n") != 2 {
+		t.Errorf("after a restart jobs -a lists:\n%s", out)
+	}
+}
