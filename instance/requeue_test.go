@@ -21,8 +21,10 @@ func TestRequeue(t *testing.T) {
 		t.Fatal(err)
 	}
 	in.Ready() // drop the start
-	if err := in.Requeue(1, bob, id); !errors.Is(err, ErrPermission) {
-		t.Errorf("bob requeues alice's job: %v, want ErrPermission", err)
+	// Another user's job is no job of theirs: the refusal says nothing
+	// of who owns it.
+	if err := in.Requeue(1, bob, id); !errors.Is(err, ErrNotFound) || strings.Contains(err.Error(), "alice") {
+		t.Errorf("bob requeues alice's job: %v, want ErrNotFound without the owner", err)
 	}
 	if err := in.Requeue(1, alice, id); err != nil {
 		t.Fatal(err)

@@ -138,7 +138,7 @@ func TestCLIUserListShow(t *testing.T) {
 	if s := strings.Join(got, ","); s != "admin:admin,alice:user,boss:admin" {
 		t.Errorf("user list --json: %s", s)
 	}
-	if out := b.must("admin", "user", "list"); !regexp.MustCompile(`(?m)^NAME\s+ROLE\s+CREATED\n(.*\n)*alice\s+user\s+20\d\d-`).MatchString(out) {
+	if out := b.must("admin", "user", "list"); !regexp.MustCompile(`(?m)^NAME\s+ROLE\s+CREATED\s+EXPIRES\s+CREDENTIALS\n(.*\n)*alice\s+user\s+20\d\d-`).MatchString(out) {
 		t.Errorf("user list:\n%s", out)
 	}
 	if out := b.must("admin", "user", "show", "boss"); !regexp.MustCompile(`name:\s+boss\nrole:\s+admin\ncreated:\s+20\d\d-`).MatchString(out) {
