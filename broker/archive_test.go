@@ -130,6 +130,11 @@ func TestArchive(t *testing.T) {
 	if n := archiveCount(t, b); n != 2 {
 		t.Fatalf("the archive holds %d jobs, want 2", n)
 	}
+	// job show of an archived job points at acct.
+	var shown api.Job
+	if err := alice.Call(ctx, api.OpJob, api.JobRequest{ID: ok.ID}, &shown); api.CodeOf(err) != api.CodeNotFound || !strings.Contains(err.Error(), "strata acct") {
+		t.Errorf("job show of archived job %d: %v, want not found pointing at strata acct", ok.ID, err)
+	}
 
 	// Dependencies on archived jobs: afterok on the completed one runs,
 	// on the failed one is cancelled, and naming a job never submitted

@@ -252,14 +252,17 @@ func (r *Runtime) update(ctx context.Context, q Request) (any, error) {
 // visible returns job id if q's user may see it.
 func (r *Runtime) visible(q Request, id api.JobID) (instance.Job, error) {
 	j, ok := r.in.Job(instance.JobID(id))
+	// Every refusal points at the archive: the job may have ended long
+	// ago (the same words whether or not it did, so no oracle).
+	const hint = "; jobs that ended longer ago than the broker keeps them are in 'strata acct'"
 	switch {
 	case ok && (q.Admin || j.Spec.User == q.User):
 		return j, nil
 	case q.Admin:
-		return j, api.Errorf(api.CodeNotFound, "no job %d; list jobs with 'strata jobs -u \"*\"'", id)
+		return j, api.Errorf(api.CodeNotFound, "no job %d; list jobs with 'strata jobs -u \"*\"'%s", id, hint)
 	}
 	// The same answer for another user's job as for none: no oracle.
-	return j, api.Errorf(api.CodeNotFound, "no job %d of yours; list your jobs with 'strata jobs'", id)
+	return j, api.Errorf(api.CodeNotFound, "no job %d of yours; list your jobs with 'strata jobs'%s", id, hint)
 }
 
 func (r *Runtime) job(_ context.Context, q Request) (any, error) {
