@@ -94,7 +94,19 @@ func appAction(c *cli.Context) error {
 	return cli.ShowAppHelp(c)
 }
 
-func onUsageError(_ *cli.Context, err error, _ bool) error {
+// onUsageError makes a command-line error exit 2, and suggests the nearest
+// flag of the command for one it does not know (--alll: did you mean --all?).
+func onUsageError(c *cli.Context, err error, _ bool) error {
+	const undefined = "flag provided but not defined: "
+	if typed, ok := strings.CutPrefix(err.Error(), undefined); ok && c != nil {
+		flags := c.App.Flags
+		if c.Command != nil && c.Command.Name != "" {
+			flags = c.Command.Flags
+		}
+		if s := didYouMeanFlag(flags, strings.TrimLeft(typed, "-")); s != "" {
+			return usageErr(fmt.Errorf("%v (did you mean %s?) (see --help)", err, s))
+		}
+	}
 	return usageErr(fmt.Errorf("%v (see --help)", err))
 }
 
