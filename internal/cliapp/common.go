@@ -307,7 +307,9 @@ var interspersed = map[string]bool{
 // every user command. Everything after "--" stays as it is. Arguments it
 // does not understand are left for the app to reject.
 func permuteArgs(app *cli.App, args []string) []string {
-	if len(args) < 2 {
+	// A completion request ('strata jobs - --generate-bash-completion')
+	// is left as typed: urfave/cli wants its flag last.
+	if len(args) < 2 || args[len(args)-1] == "--generate-bash-completion" {
 		return args
 	}
 	out := []string{args[0]}
