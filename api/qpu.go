@@ -116,11 +116,16 @@ type QPUResultRequest struct {
 	TimeoutMS int64  `json:"timeout_ms,omitempty"`
 }
 
-// QPUJobsRequest lists QPU jobs: the caller's (All: every user's, admins
-// only), newest last, a page at a time (see Page; the cursor is the last
-// ID of the page before).
+// QPUJobsRequest lists QPU jobs: the caller's (All: every user's; User:
+// that user's; both for admins only), newest last, a page at a time (see
+// Page; the cursor is the last ID of the page before). Active leaves out
+// the QPU jobs that have ended, as 'strata jobs' does without -a; it is a
+// field of its own, not a change to All, so that an older client, which
+// never sets it, still gets every state.
 type QPUJobsRequest struct {
 	All     bool   `json:"all,omitempty"`
+	User    string `json:"user,omitempty"`
+	Active  bool   `json:"active,omitempty"`
 	Backend string `json:"backend,omitempty"`
 	Page
 }

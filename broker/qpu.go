@@ -393,7 +393,14 @@ func (r *Runtime) qpuJobs(_ context.Context, q Request) (any, error) {
 		return nil, err
 	}
 	if jr.All && !q.Admin {
-		return nil, api.Errorf(api.CodePermissionDenied, "only administrators may list every user's QPU jobs; drop --all to see yours")
+		return nil, api.Errorf(api.CodePermissionDenied, "only administrators may list every user's QPU jobs; drop -u '*' to see yours")
+	}
+	user := q.User
+	if jr.User != "" && jr.User != q.User {
+		if !q.Admin {
+			return nil, api.Errorf(api.CodePermissionDenied, "only administrators may list another user's QPU jobs; drop -u to see yours")
+		}
+		user = jr.User
 	}
 	after, err := idCursor(jr.Page)
 	if err != nil {
@@ -403,7 +410,8 @@ func (r *Runtime) qpuJobs(_ context.Context, q Request) (any, error) {
 	defer r.mu.Unlock()
 	out := api.QPUJobsReply{Jobs: []api.QPUJob{}}
 	for _, j := range r.qp.s.Jobs(func(j *qpu.Job) bool {
-		return uint64(j.ID) > after && (jr.All || j.User == q.User) && (jr.Backend == "" || j.Backend == jr.Backend)
+		return uint64(j.ID) > after && (jr.All || j.User == user) && (jr.Backend == "" || j.Backend == jr.Backend) &&
+			!(jr.Active && j.State.Final())
 	}) {
 		if len(out.Jobs) == jr.Size() {
 			out.Next = strconv.FormatUint(out.Jobs[len(out.Jobs)-1].ID, 10)
@@ -628,7 +636,7 @@ func (r *Runtime) qpuRevoke(ctx context.Context, q Request) (any, error) {
 			out = append(out, apiSession(ss))
 		}
 		if len(out) == 0 {
-			return nil, api.Errorf(api.CodeNotFound, "%s has no open QPU session%s; see the sessions in 'strata qpu jobs --all'", rr.Session, onBackend(rr.Backend))
+			return nil, api.Errorf(api.CodeNotFound, "%s has no open QPU session%s; see the sessions in 'strata qpu jobs -a --all-users'", rr.Session, onBackend(rr.Backend))
 		}
 		return out[0], nil
 	})

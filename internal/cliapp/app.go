@@ -67,6 +67,8 @@ func newApp(server ...*cli.Command) *cli.App {
 		Action:                    appAction,
 		Commands: append(append([]*cli.Command{
 			versionCommand(),
+			completionCommand(),
+			manCommand(),
 			simCommand(),
 		}, server...), userCommands()...),
 	}

@@ -94,7 +94,19 @@ func appAction(c *cli.Context) error {
 	return cli.ShowAppHelp(c)
 }
 
-func onUsageError(_ *cli.Context, err error, _ bool) error {
+// onUsageError makes a command-line error exit 2, and suggests the nearest
+// flag of the command for one it does not know (--alll: did you mean --all?).
+func onUsageError(c *cli.Context, err error, _ bool) error {
+	const undefined = "flag provided but not defined: "
+	if typed, ok := strings.CutPrefix(err.Error(), undefined); ok && c != nil {
+		flags := c.App.Flags
+		if c.Command != nil && c.Command.Name != "" {
+			flags = c.Command.Flags
+		}
+		if s := didYouMeanFlag(flags, strings.TrimLeft(typed, "-")); s != "" {
+			return usageErr(fmt.Errorf("%v (did you mean %s?) (see --help)", err, s))
+		}
+	}
 	return usageErr(fmt.Errorf("%v (see --help)", err))
 }
 
@@ -295,7 +307,9 @@ var interspersed = map[string]bool{
 // every user command. Everything after "--" stays as it is. Arguments it
 // does not understand are left for the app to reject.
 func permuteArgs(app *cli.App, args []string) []string {
-	if len(args) < 2 {
+	// A completion request ('strata jobs - --generate-bash-completion')
+	// is left as typed: urfave/cli wants its flag last.
+	if len(args) < 2 || args[len(args)-1] == "--generate-bash-completion" {
 		return args
 	}
 	out := []string{args[0]}

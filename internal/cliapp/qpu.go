@@ -103,12 +103,15 @@ func qpuCommand() *cli.Command {
 			},
 			{
 				Name:      "jobs",
-				Usage:     "list your QPU jobs, oldest first",
-				UsageText: "strata qpu jobs [--all] [--backend NAME] [--json]",
-				Description: "EXEC is the time measured on the device. --all lists every user's QPU jobs\n" +
-					"(admins only).",
+				Usage:     "list your QPU jobs that have not ended, oldest first",
+				UsageText: "strata qpu jobs [-a] [-u USER|'*'] [--backend NAME] [--json]",
+				Description: "EXEC is the time measured on the device. -a adds the QPU jobs that have ended,\n" +
+					"as for 'strata jobs'. -u '*' (or --all-users) lists every user's QPU jobs and\n" +
+					"-u USER one user's (admins only).",
 				Flags: []cli.Flag{
-					&cli.BoolFlag{Name: "all", Aliases: []string{"a"}, Usage: "every user's QPU jobs (admins)"},
+					&cli.BoolFlag{Name: "all", Aliases: []string{"a"}, Usage: "include QPU jobs that have ended"},
+					&cli.StringFlag{Name: "user", Aliases: []string{"u"}, Usage: "list this user's QPU jobs ('*': every user's; admins)"},
+					&cli.BoolFlag{Name: "all-users", Usage: "every user's QPU jobs, as -u '*' (admins)"},
 					&cli.StringFlag{Name: "backend", Aliases: []string{"b"}, Usage: "only this backend's"},
 					jsonFlag(),
 				},
@@ -146,7 +149,7 @@ func qpuCommand() *cli.Command {
 				Name:      "revoke",
 				Usage:     "end a session at once: cancel its QPU jobs and free its slots (admins)",
 				UsageText: "strata qpu revoke SESSION [--backend NAME] [--reason TEXT] [--json]",
-				Description: "SESSION is as 'strata qpu jobs --all' shows it. Without --backend the session\n" +
+				Description: "SESSION is as 'strata qpu jobs -a --all-users' shows it. Without --backend the session\n" +
 					"is revoked on every backend it holds. Its owner reads --reason on its QPU jobs.",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "backend", Aliases: []string{"b"}, Usage: "only on this backend"},
@@ -224,11 +227,11 @@ func parseOnOff(s string) (bool, error) {
 func parseSessionArg(s string) error {
 	switch {
 	case s == "":
-		return fmt.Errorf("empty session: give it as 'strata qpu jobs --all' shows it, as in root.physics")
+		return fmt.Errorf("empty session: give it as 'strata qpu jobs -a --all-users' shows it, as in root.physics")
 	case len(s) > 256:
-		return fmt.Errorf("the session is %d bytes long; sessions are instance or job paths as 'strata qpu jobs --all' shows them", len(s))
+		return fmt.Errorf("the session is %d bytes long; sessions are instance or job paths as 'strata qpu jobs -a --all-users' shows them", len(s))
 	case strings.IndexFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f || r == '*' || r == '>' }) >= 0:
-		return fmt.Errorf("%q is not a session: sessions are instance or job paths as 'strata qpu jobs --all' shows them, without blanks or wildcards", s)
+		return fmt.Errorf("%q is not a session: sessions are instance or job paths as 'strata qpu jobs -a --all-users' shows them, without blanks or wildcards", s)
 	}
 	return nil
 }
@@ -531,7 +534,19 @@ func runQPUJobs(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	req := api.QPUJobsRequest{All: c.Bool("all"), Backend: b}
+	req := api.QPUJobsRequest{Active: !c.Bool("all"), All: c.Bool("all-users"), Backend: b}
+	switch user := c.String("user"); {
+	case user == "*":
+		req.All = true
+	case user != "":
+		if req.All {
+			return usageErr(fmt.Errorf("-u %s and --all-users say different things; give one of them", user))
+		}
+		if err := parseUserName(user); err != nil {
+			return flagErr("-u/--user", err)
+		}
+		req.User = user
+	}
 	return list(c, api.OpQPUJobs, &req, &req.Page,
 		func(rep *api.QPUJobsReply) ([]api.QPUJob, string) { return rep.Jobs, rep.Next },
 		qpuJobsHeader, qpuJobRow)
@@ -801,7 +816,7 @@ func printCounts(w io.Writer, r *api.QPUResult) {
 func qpuRevokeRequest(args []string, backend string, backendSet bool, reason string) (api.QPURevokeRequest, error) {
 	r := api.QPURevokeRequest{Backend: backend, Reason: reason}
 	if len(args) != 1 {
-		return r, usageErr(fmt.Errorf("'strata qpu revoke' takes one session, as 'strata qpu jobs --all' shows it; got %d arguments", len(args)))
+		return r, usageErr(fmt.Errorf("'strata qpu revoke' takes one session, as 'strata qpu jobs -a --all-users' shows it; got %d arguments", len(args)))
 	}
 	r.Session = args[0]
 	if err := parseSessionArg(r.Session); err != nil {

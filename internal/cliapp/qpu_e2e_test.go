@@ -99,7 +99,7 @@ strata qpu result "$id" --wait --timeout 1m > result.txt
 strata qpu result "$id2" --wait --json > result2.json
 bad=$(printf 'h q0\nfoo q1\n' | strata qpu submit -b qpu0 -)
 strata qpu result "$bad" --wait > bad.out 2> bad.err || echo $? > bad.code
-strata qpu jobs > jobs.txt
+strata qpu jobs -a > jobs.txt
 `), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -167,9 +167,24 @@ strata qpu jobs > jobs.txt
 	if b.mustJSON(&all, "bob", "qpu", "jobs", "--json"); len(all) != 0 {
 		t.Errorf("bob's qpu jobs: %+v", all)
 	}
-	b.expect("bob", 1, "", "qpu", "jobs", "--all")
-	if b.mustJSON(&all, "admin", "qpu", "jobs", "--all", "--json"); len(all) != 3 {
-		t.Errorf("qpu jobs --all: %+v", all)
+	b.expect("bob", 1, "only administrators", "qpu", "jobs", "--all-users")
+	b.expect("bob", 1, "only administrators", "qpu", "jobs", "-u", "*")
+	b.expect("bob", 1, "only administrators", "qpu", "jobs", "-u", "alice", "-a")
+	b.expect("admin", 2, "give one of them", "qpu", "jobs", "-u", "alice", "--all-users")
+	// -a means ended ones too, as for 'strata jobs'; -u '*' every user's.
+	if b.mustJSON(&all, "alice", "qpu", "jobs", "--json"); len(all) != 0 {
+		t.Errorf("alice's qpu jobs, all ended, without -a: %+v", all)
+	}
+	if b.mustJSON(&all, "alice", "qpu", "jobs", "-a", "--json"); len(all) != 3 {
+		t.Errorf("alice's qpu jobs -a: %+v", all)
+	}
+	if b.mustJSON(&all, "admin", "qpu", "jobs", "-u", "*", "--json"); len(all) != 0 {
+		t.Errorf("qpu jobs -u '*' without -a: %+v", all)
+	}
+	for _, args := range [][]string{{"-u", "*", "-a"}, {"--all-users", "-a"}, {"-u", "alice", "--all"}} {
+		if b.mustJSON(&all, "admin", append(append([]string{"qpu", "jobs"}, args...), "--json")...); len(all) != 3 {
+			t.Errorf("qpu jobs %v: %+v", args, all)
+		}
 	}
 	// The batch job has ended: its slots are free again.
 	if out := b.must("alice", "qpu", "slots", "qpu0", "--json"); out != `{"total":4,"used":0,"available":4}`+"\n" {

@@ -46,6 +46,34 @@ func didYouMean(cmds []*cli.Command, typed string) string {
 	return fmt.Sprintf(" (did you mean '%s'?)", best)
 }
 
+// didYouMeanFlag is the flag among flags nearest to typed (a flag name
+// without its dashes) as it is written, "--all" or "-a", when one is close
+// by the rule of didYouMean, else "". Hidden flags are not suggested.
+func didYouMeanFlag(flags []cli.Flag, typed string) string {
+	best, bestD := "", 3
+	for _, f := range flags {
+		if v, ok := f.(cli.VisibleFlag); ok && !v.IsVisible() {
+			continue
+		}
+		for _, n := range f.Names() {
+			d := editDistance(typed, n)
+			if strings.HasPrefix(n, typed) && typed != "" {
+				d = min(d, 1)
+			}
+			if d < bestD || (d == bestD && n < best) {
+				best, bestD = n, d
+			}
+		}
+	}
+	switch {
+	case best == "":
+		return ""
+	case len(best) == 1:
+		return "-" + best
+	}
+	return "--" + best
+}
+
 // editDistance is the Levenshtein distance between a and b, in bytes.
 func editDistance(a, b string) int {
 	prev := make([]int, len(b)+1)

@@ -24,6 +24,14 @@ func TestBadInvocations(t *testing.T) {
 		{[]string{"zzzzzz"}, 2, `unknown command "zzzzzz": see 'strata --help'`},
 		{[]string{"job", "show"}, 2, ""},
 		{[]string{"whoami", "--bogus"}, 2, "flag provided but not defined"},
+		{[]string{"jobs", "--alll"}, 2, "flag provided but not defined: -alll (did you mean --all?)"},
+		{[]string{"jobs", "--stat", "running"}, 2, "(did you mean --state?)"},
+		{[]string{"jobs", "--jsn"}, 2, "(did you mean --json?)"},
+		{[]string{"job", "show", "--jsno", "1"}, 2, "(did you mean --json?)"},
+		{[]string{"qpu", "jobs", "--all-user"}, 2, "(did you mean --all-users?)"},
+		{[]string{"submit", "--nodse", "2", "true"}, 2, "(did you mean --nodes?)"},
+		{[]string{"--cred", "x", "jobs"}, 2, "(did you mean --creds?)"},
+		{[]string{"jobs", "--zzzzzzzz"}, 2, "flag provided but not defined: -zzzzzzzz (see --help)"},
 	} {
 		app := newApp()
 		var out, errb bytes.Buffer
