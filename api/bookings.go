@@ -38,13 +38,25 @@ type Booking struct {
 	Slots map[string]int `json:"slots,omitempty"`
 }
 
-// BookingsReply is the window asked for (From and To filled in), the
-// instance's nodes in index order and QPU backends, and the bookings that
-// overlap the window, by start.
+// BookingsReply is the window asked for (From and To filled in; To no
+// later than the instance's end), the instance's nodes in index order and
+// QPU backends, the bookings that overlap the window, by start, and the
+// pending jobs that have no planned start and so no booking, by ID.
 type BookingsReply struct {
-	From     time.Time   `json:"from"`
-	To       time.Time   `json:"to"`
-	Nodes    []string    `json:"nodes"`
-	QPUs     []QPUStatus `json:"qpus,omitempty"` // Total only
-	Bookings []Booking   `json:"bookings"`
+	From time.Time `json:"from"`
+	To   time.Time `json:"to"`
+	// Ends is when the instance ends (a DAT's end), zero for the root: a
+	// window asked past it is cut there.
+	Ends      time.Time      `json:"ends,omitzero"`
+	Unplanned []UnplannedJob `json:"unplanned"`
+	Nodes     []string       `json:"nodes"`
+	QPUs      []QPUStatus    `json:"qpus,omitempty"` // Total only
+	Bookings  []Booking      `json:"bookings"`
+}
+
+// UnplannedJob is a pending job with no planned start (held, waiting for a
+// dependency or begin time, or queued behind the jobs the policy plans).
+type UnplannedJob struct {
+	ID   JobID  `json:"id"`
+	User string `json:"user,omitempty"` // the owner: to admins and the owner only
 }

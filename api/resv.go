@@ -9,6 +9,10 @@ const (
 	OpResvList   = "resv-list"   // ResvListRequest (or none: the first page) → ResvsReply
 	OpResvShow   = "resv-show"   // ResvRequest → Resv
 	OpResvDelete = "resv-delete" // ResvRequest → Resv (as it is after)
+	// OpResvDeleteSeries deletes every pending or active occurrence of a
+	// recurring reservation (NAME-1, NAME-2, ...) at once, all or none:
+	// ResvRequest naming the series → ResvsReply of those deleted, by number.
+	OpResvDeleteSeries = "resv-delete-series"
 )
 
 // ResvCreateRequest asks for a reservation (a DAT).

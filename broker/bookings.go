@@ -48,8 +48,28 @@ func (r *Runtime) bookings(_ context.Context, q Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	var ends time.Time
+	if e, ok := inst.Ends(); ok {
+		// A DAT's chart stops at the DAT's end: nothing is booked after it.
+		ends = unix(e)
+		if !ends.After(from) {
+			return nil, api.Errorf(api.CodeInvalidArgument, "instance %s ends at %s, before the window starts; ask for a window before its end", inst.Path(), ends.UTC().Format(time.RFC3339))
+		}
+		if to.After(ends) {
+			to = ends
+			t = e
+		}
+	}
 	nodes, pools := inst.Usage(r.now())
-	out := api.BookingsReply{From: from.UTC(), To: to.UTC(), Nodes: make([]string, len(nodes)), Bookings: []api.Booking{}}
+	out := api.BookingsReply{From: from.UTC(), To: to.UTC(), Ends: ends.UTC(), Nodes: make([]string, len(nodes)),
+		Bookings: []api.Booking{}, Unplanned: []api.UnplannedJob{}}
+	for _, u := range inst.Unplanned() {
+		uj := api.UnplannedJob{ID: api.JobID(u.Job)}
+		if q.Admin || u.User == q.User {
+			uj.User = u.User
+		}
+		out.Unplanned = append(out.Unplanned, uj)
+	}
 	for i, n := range nodes {
 		out.Nodes[i] = n.Name
 	}

@@ -61,6 +61,37 @@ func TestBookings(t *testing.T) {
 	if rep, err := get(child, api.BookingsRequest{From: start, To: start.Add(time.Hour)}); err != nil || len(rep.Nodes) != 2 || len(rep.Bookings) != 0 {
 		t.Errorf("the DAT's instance: nodes %v, bookings %+v, %v", rep.Nodes, rep.Bookings, err)
 	}
+	// The DAT's chart stops at its end; a window after it is refused.
+	rep, err = get(child, api.BookingsRequest{From: start, To: start.Add(3 * time.Hour)})
+	if err != nil || !rep.To.Equal(start.Add(2*time.Hour)) || !rep.Ends.Equal(rep.To) {
+		t.Errorf("the DAT's instance past its end: window %v..%v, ends %v, %v; want it cut at %v", rep.From, rep.To, rep.Ends, err, start.Add(2*time.Hour))
+	}
+	if _, err := get(child, api.BookingsRequest{From: start.Add(2 * time.Hour), To: start.Add(3 * time.Hour)}); !errors.Is(err, api.ErrInvalidArgument) {
+		t.Errorf("a window after the DAT's end: %v, want invalid argument", err)
+	}
+	if rep, err := get(alice, api.BookingsRequest{}); err != nil || !rep.Ends.IsZero() || len(rep.Unplanned) != 0 {
+		t.Errorf("the root: ends %v, unplanned %+v, %v; want no end and none", rep.Ends, rep.Unplanned, err)
+	}
+	// A held job has no planned start: it is listed, its owner named to
+	// the owner only.
+	var held api.Job
+	if err := bob.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 1, Walltime: 60, Hold: true, Command: []string{"true"}, Cwd: "/"}, &held); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		c interface {
+			Call(context.Context, string, any, any) error
+		}
+		user string
+	}{{alice, ""}, {bob, "bob"}, {admin, "bob"}} {
+		rep, err := get(tc.c, api.BookingsRequest{})
+		if err != nil || len(rep.Unplanned) != 1 || rep.Unplanned[0] != (api.UnplannedJob{ID: held.ID, User: tc.user}) {
+			t.Errorf("unplanned, seen by %q: %+v, %v; want job %d of %q", tc.user, rep.Unplanned, err, held.ID, tc.user)
+		}
+	}
+	if err := bob.Call(ctx, api.OpCancel, api.CancelRequest{ID: held.ID}, nil); err != nil {
+		t.Fatal(err)
+	}
 	now := time.Now()
 	for _, req := range []api.BookingsRequest{
 		{From: now, To: now},

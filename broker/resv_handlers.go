@@ -16,6 +16,7 @@ func (r *Runtime) resvOps(m Mux) {
 	m[api.OpResvList] = r.resvList
 	m[api.OpResvShow] = r.resvShow
 	m[api.OpResvDelete] = r.resvDelete
+	m[api.OpResvDeleteSeries] = r.resvDeleteSeries
 	m[api.OpResvUpdate] = r.resvUpdate
 	m[api.OpResvPlan] = r.resvPlan
 	if base := m[api.OpResources]; base != nil {
@@ -216,6 +217,28 @@ func (r *Runtime) resvDelete(ctx context.Context, q Request) (any, error) {
 		rv, _ := r.in.Resv(rq.Name)
 		r.unserve(rv.Path) // a pending one's instance, served since its creation
 		return r.apiResv(rv), nil
+	})
+}
+
+// resvDeleteSeries deletes the live occurrences of a recurring reservation
+// as one core input, so that a refusal deletes none of them.
+func (r *Runtime) resvDeleteSeries(ctx context.Context, q Request) (any, error) {
+	var rq api.ResvRequest
+	if err := q.Decode(&rq); err != nil {
+		return nil, err
+	}
+	return r.do(ctx, func(now instance.Time) (any, error) {
+		names, err := r.in.RemoveResvSeries(now, actor(q), rq.Name)
+		if err != nil {
+			return nil, coreError(err)
+		}
+		out := api.ResvsReply{Resvs: make([]api.Resv, 0, len(names))}
+		for _, n := range names {
+			rv, _ := r.in.Resv(n)
+			r.unserve(rv.Path)
+			out.Resvs = append(out.Resvs, r.apiResv(rv))
+		}
+		return out, nil
 	})
 }
 

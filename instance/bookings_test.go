@@ -58,3 +58,53 @@ func TestBookings(t *testing.T) {
 		}
 	}
 }
+
+// TestUnplannedAndEnds: the pending jobs a chart cannot draw are listed,
+// and a DAT's instance says when it ends while the root never does.
+func TestUnplannedAndEnds(t *testing.T) {
+	in, err := New(Config{Nodes: names("n", 4), Policy: EASY})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice, bob, admin := Actor{User: "alice"}, Actor{User: "bob"}, Actor{User: "root", Admin: true}
+	submit := func(who Actor, s Spec) JobID {
+		t.Helper()
+		id, err := in.Submit(0, who, "root", s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	submit(alice, Spec{Nodes: 4, Walltime: 100})                  // runs
+	submit(alice, Spec{Nodes: 4, Walltime: 100})                  // EASY plans the head of the queue
+	held := submit(bob, Spec{Nodes: 1, Walltime: 10, Hold: true}) // held: no plan
+	behind := submit(alice, Spec{Nodes: 4, Walltime: 100})        // EASY plans no further
+	in.Tick(0)
+	str := func(us []Unplanned) []string {
+		var out []string
+		for _, u := range us {
+			out = append(out, fmt.Sprintf("%d %s", u.Job, u.User))
+		}
+		return out
+	}
+	if got, want := str(in.Unplanned()), []string{fmt.Sprintf("%d bob", held), fmt.Sprintf("%d alice", behind)}; !slices.Equal(got, want) {
+		t.Errorf("Unplanned() = %q, want %q", got, want)
+	}
+	if end, ok := in.Ends(); ok {
+		t.Errorf("the root ends at %d; it should not end", end)
+	}
+	if _, err := in.AddResv(0, admin, resv.Spec{Name: "dat", Start: 1000, End: 2000, Nodes: 2}); err != nil {
+		t.Fatal(err)
+	}
+	in.Tick(1000)
+	dat, ok := in.Child("root.dat")
+	if !ok {
+		t.Fatal("no instance root.dat at the DAT's start")
+	}
+	if end, ok := dat.Ends(); !ok || end != 2000 {
+		t.Errorf("the DAT's instance Ends() = %d, %v; want 2000, true", end, ok)
+	}
+	if got := dat.Unplanned(); len(got) != 0 {
+		t.Errorf("an empty DAT's unplanned jobs: %v", got)
+	}
+}

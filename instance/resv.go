@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/strata-hpc/strata/internal/hostlist"
 	"github.com/strata-hpc/strata/resv"
@@ -344,6 +345,68 @@ func (in *Instance) RemoveResv(now Time, who Actor, name string) error {
 	in.closeResv(now, r, "reservation "+r.Name+" was deleted")
 	in.settle(now)
 	return nil
+}
+
+// RemoveResvSeries deletes every live occurrence of a recurring reservation
+// (admins only): the reservations NAME-1, NAME-2, ... that 'resv create
+// --every' made, those still pending or active, in the order of their
+// number. It is one input, so all go or none do: every check is made before
+// anything changes. Occurrences that already ended or were cancelled are
+// history and are left alone; a series with none left to delete is an error.
+// It returns the names deleted.
+func (in *Instance) RemoveResvSeries(now Time, who Actor, name string) ([]string, error) {
+	if !who.Admin {
+		return nil, fmt.Errorf("%w: only admins delete reservations", ErrPermission)
+	}
+	type occ struct {
+		n int
+		r *Resv
+	}
+	var live []occ
+	past := 0
+	for rn, r := range in.sh.resvs {
+		n, ok := seriesIndex(name, rn)
+		if !ok {
+			continue
+		}
+		if r.State != resv.Pending && r.State != resv.Active {
+			past++
+			continue
+		}
+		live = append(live, occ{n, r})
+	}
+	if len(live) == 0 {
+		if past > 0 {
+			return nil, fmt.Errorf("%w: every occurrence of series %s has already ended or been cancelled", ErrState, name)
+		}
+		return nil, fmt.Errorf("%w: no reservation series named %q (no %s-1, %s-2, ...); list them with 'strata resv list'", ErrNotFound, name, name, name)
+	}
+	sort.Slice(live, func(a, b int) bool { return live[a].n < live[b].n })
+	names := make([]string, len(live))
+	for i, o := range live {
+		o.r.State = resv.Cancelled
+		in.closeResv(now, o.r, "reservation "+o.r.Name+" was deleted")
+		names[i] = o.r.Name
+	}
+	in.settle(now)
+	return names, nil
+}
+
+// seriesIndex reports whether name is an occurrence of series, as
+// resv.Recurrence names them (SERIES-1, SERIES-2, ...), and its number.
+func seriesIndex(series, name string) (int, bool) {
+	num, ok := strings.CutPrefix(name, series+"-")
+	if !ok || num == "" || num[0] == '0' || len(num) > 9 {
+		return 0, false
+	}
+	n := 0
+	for _, c := range num {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
 }
 
 func (in *Instance) closeResv(now Time, r *Resv, why string) {

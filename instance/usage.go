@@ -188,3 +188,33 @@ func (in *Instance) Bookings(from, to Time) []Booking {
 	})
 	return out
 }
+
+// Ends returns when this instance ends (a DAT's end, a batch job's
+// walltime), and false for one that lasts as long as the broker, the root.
+// A view of its future, such as a Gantt chart, stops there.
+func (in *Instance) Ends() (Time, bool) {
+	h := in.tl.Horizon()
+	return h, h != timeline.MaxTime
+}
+
+// Unplanned is a pending job that has no planned start: held, waiting for
+// a dependency or a begin time, or behind jobs that the policy does not
+// plan past. A Gantt chart has no place to draw it, so it is listed.
+type Unplanned struct {
+	Job  JobID
+	User string
+}
+
+// Unplanned returns the pending jobs of this instance that have no planned
+// start, by ID.
+func (in *Instance) Unplanned() []Unplanned {
+	var out []Unplanned
+	in.queue.Ascend(func(j *Job) bool {
+		if j.PlannedStart == 0 {
+			out = append(out, Unplanned{Job: j.ID, User: j.Spec.User})
+		}
+		return true
+	})
+	slices.SortFunc(out, func(a, b Unplanned) int { return cmp.Compare(a.Job, b.Job) })
+	return out
+}

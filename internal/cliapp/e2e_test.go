@@ -583,6 +583,27 @@ func TestE2E(t *testing.T) {
 			t.Errorf("resource gantt:\n%s", out)
 		}
 		b.expect(t, "alice", 2, []string{"--width", "10 to 400"}, "resource", "gantt", "--width", "3")
+
+		// A held job has no planned start: it is listed under the chart.
+		held := b.submit("alice", "--hold", "true")
+		if out := b.must("alice", "resource", "gantt", "--width", "40"); !strings.Contains(out, "pending without a planned start: "+held+" (alice)") {
+			t.Errorf("resource gantt with job %s held:\n%s", held, out)
+		}
+		b.must("alice", "cancel", held)
+		if resvErr != nil {
+			return
+		}
+		// Inside the DAT the chart stops at the DAT's end.
+		dat := strings.TrimSuffix(b.uri, "/root") + "/root/physics"
+		if err := json.Unmarshal([]byte(b.must("alice", "resource", "gantt", "--uri", dat, "--for", "48h", "--json")), &bk); err != nil {
+			t.Fatal(err)
+		}
+		if bk.Ends.IsZero() || !bk.Ends.Equal(bk.To) || bk.To.Sub(bk.From) > time.Hour+time.Minute {
+			t.Errorf("resource gantt --for 48h in the DAT: window %v..%v, ends %v; want it to stop at the DAT's end %v", bk.From, bk.To, bk.Ends, resvStart.Add(time.Hour))
+		}
+		if out := b.must("alice", "resource", "gantt", "--uri", dat, "--for", "48h", "--width", "40"); !strings.Contains(out, "up to the instance's end") {
+			t.Errorf("resource gantt --for 48h in the DAT:\n%s", out)
+		}
 	})
 
 	t.Run("uri", func(t *testing.T) {

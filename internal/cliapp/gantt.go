@@ -35,7 +35,10 @@ func ganttCommand() *cli.Command {
 			"wins over a running job, a running job over a planned one, a planned one over\n" +
 			"a reservation. A QPU cell is the number of slots booked at the column's start\n" +
 			"('+' above 9). The window is 24 hours from the broker's now unless --from or\n" +
-			"--for say otherwise. --json prints the bookings as the broker sent them.",
+			"--for say otherwise; inside a DAT (or a batch job) it stops at the instance's\n" +
+			"end. Pending jobs with no planned start (held, waiting for a dependency or a\n" +
+			"begin time, or queued behind the jobs the policy plans) have no place on the\n" +
+			"chart and are listed under it. --json prints the bookings as the broker sent them.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "from", Usage: "when the chart starts (default: now): " + timeForms},
 			&cli.StringFlag{Name: "for", Usage: "how long the chart covers, at most 366d: 8h, 7d, 1d12h (default: 24h)"},
@@ -57,7 +60,7 @@ func runResourceGantt(c *cli.Context) error {
 	width := c.Int("width")
 	return show(c, api.OpBookings, req,
 		func(rep *api.BookingsReply) any {
-			rep.Nodes, rep.Bookings = nonNil(rep.Nodes), nonNil(rep.Bookings)
+			rep.Nodes, rep.Bookings, rep.Unplanned = nonNil(rep.Nodes), nonNil(rep.Bookings), nonNil(rep.Unplanned)
 			return rep
 		},
 		func(w io.Writer, rep *api.BookingsReply) error { renderGantt(w, *rep, width, time.Local); return nil })
@@ -156,6 +159,7 @@ func renderGantt(w io.Writer, rep api.BookingsReply, width int, loc *time.Locati
 		loc = time.UTC
 	}
 	width = max(width, 1)
+	defer printGanttUnplanned(w, rep.Unplanned)
 	step := rep.To.Sub(rep.From) / time.Duration(width)
 	if step <= 0 {
 		fmt.Fprintf(w, "%s: an empty window, nothing to chart\n", ganttWindow(rep.From, rep.To, loc))
@@ -171,7 +175,11 @@ func renderGantt(w io.Writer, rep api.BookingsReply, width int, loc *time.Locati
 		printGanttLegend(w, rep, ganttSyms(rep.Bookings), notes, loc)
 		return
 	}
-	fmt.Fprintf(w, "%s, one column %s\n", ganttWindow(rep.From, rep.To, loc), ganttColumn(step))
+	fmt.Fprintf(w, "%s, one column %s", ganttWindow(rep.From, rep.To, loc), ganttColumn(step))
+	if !rep.Ends.IsZero() && !rep.To.Before(rep.Ends) {
+		fmt.Fprint(w, ", up to the instance's end")
+	}
+	fmt.Fprintln(w)
 
 	// bounds[c] is where column c starts; the last column ends at To
 	// (it also takes the remainder of the division).
@@ -370,6 +378,35 @@ func ganttColumn(step time.Duration) string {
 		return "≈ " + when.FormatDuration(step.Round(time.Second))
 	}
 	return "= " + when.FormatDuration(step)
+}
+
+// ganttMaxUnplanned is how many unplanned jobs the chart names; 'strata
+// jobs' lists the rest.
+const ganttMaxUnplanned = 20
+
+// printGanttUnplanned writes the pending jobs that have no planned start,
+// which the chart has no place for: "pending without a planned start: 12
+// (alice), 13", the owner where the broker named it, at most
+// ganttMaxUnplanned of them, then how many more. Nothing when there are
+// none.
+func printGanttUnplanned(w io.Writer, jobs []api.UnplannedJob) {
+	if len(jobs) == 0 {
+		return
+	}
+	var parts []string
+	for _, j := range jobs[:min(len(jobs), ganttMaxUnplanned)] {
+		p := j.ID.String()
+		if j.User != "" {
+			p += " (" + oneLine(j.User) + ")"
+		}
+		parts = append(parts, p)
+	}
+	more := ""
+	if n := len(jobs) - ganttMaxUnplanned; n > 0 {
+		more = fmt.Sprintf(" and %d more: 'strata jobs' lists them", n)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "pending without a planned start: %s%s\n", strings.Join(parts, ", "), more)
 }
 
 // printGanttLegend writes one line per booking, in the reply's order: its

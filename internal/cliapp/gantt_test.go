@@ -160,6 +160,45 @@ C  job 3 (bob) planned    2026-12-05 00:00–02:00  node0
 #  maintenance  17:00–18:00  node[ (unreadable hostlist: not charted)
 `,
 	}, {
+		// Inside a DAT the window stops at its end, and the header says
+		// so; pending jobs with no planned start are listed under it,
+		// with their owner where the broker named it.
+		name: "a DAT's instance with unplanned jobs",
+		rep: api.BookingsReply{
+			From: ganttAt(17, 0), To: ganttAt(19, 0), Ends: ganttAt(19, 0),
+			Nodes: ganttNodes("n", 2),
+			Bookings: []api.Booking{
+				{Kind: api.BookingRunning, Job: 11, User: "alice", Start: ganttAt(17, 0), End: ganttAt(18, 0), Nodes: "n0"},
+			},
+			Unplanned: []api.UnplannedJob{{ID: 12, User: "alice"}, {ID: 13}},
+		},
+		width: 12,
+		want: `2026-12-03 17:00 → 2026-12-03 19:00 UTC, one column = 10m, up to the instance's end
+    |17:00 |
+n0  AAAAAA......
+n1  ............
+
+A  job 11 (alice) running  17:00–18:00  n0
+
+pending without a planned start: 12 (alice), 13
+`,
+	}, {
+		name: "only unplanned jobs",
+		rep: api.BookingsReply{
+			From: ganttAt(17, 0), To: ganttAt(19, 0), Ends: ganttAt(23, 0),
+			Nodes:     ganttNodes("n", 1),
+			Unplanned: []api.UnplannedJob{{ID: 4, User: "bob"}},
+		},
+		width: 12,
+		want: `2026-12-03 17:00 → 2026-12-03 19:00 UTC, one column = 10m
+    |17:00 |
+n0  ............
+
+nothing is booked in this window
+
+pending without a planned start: 4 (bob)
+`,
+	}, {
 		name:  "zero reply",
 		width: 72,
 		want:  "0001-01-01 00:00 → 0001-01-01 00:00 UTC: an empty window, nothing to chart\n",

@@ -57,9 +57,16 @@ func resvCommand() *cli.Command {
 			{
 				Name:      "delete",
 				Usage:     "cancel a reservation: before its start, or during it (its jobs are killed)",
-				UsageText: "strata resv delete NAME [--json]",
-				Flags:     []cli.Flag{jsonFlag()},
-				Action:    runResvDelete,
+				UsageText: "strata resv delete NAME [--json]\n   strata resv delete --series NAME [--json]",
+				Description: "--series NAME deletes every occurrence of a recurring reservation, NAME-1,\n" +
+					"NAME-2, ... as 'resv create --every' made them, in one request: all those still\n" +
+					"pending or active, or none if the broker refuses. Occurrences already over are\n" +
+					"left as they are. --json then prints the list of those deleted.",
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "series", Usage: "NAME is a recurring reservation: delete all its occurrences NAME-1, NAME-2, ..."},
+					jsonFlag(),
+				},
+				Action: runResvDelete,
 			},
 			resvPlanCommand(),
 		},
@@ -627,6 +634,19 @@ func runResvDelete(c *cli.Context) error {
 	name, err := oneResvName(c)
 	if err != nil {
 		return err
+	}
+	if c.Bool("series") {
+		var rep api.ResvsReply
+		if err := callOnce(c, api.OpResvDeleteSeries, api.ResvRequest{Name: name}, &rep); err != nil {
+			return err
+		}
+		if c.Bool("json") {
+			return printJSON(c.App.Writer, nonNil(rep.Resvs))
+		}
+		for _, rv := range rep.Resvs {
+			fmt.Fprintf(c.App.Writer, "reservation %s %s\n", rv.Name, rv.State)
+		}
+		return nil
 	}
 	return change(c, api.OpResvDelete, api.ResvRequest{Name: name}, func(w io.Writer, rv api.Resv) {
 		fmt.Fprintf(w, "reservation %s %s\n", rv.Name, rv.State)

@@ -401,6 +401,14 @@ func TestCLIResvChanges(t *testing.T) {
 		t.Errorf("resv list:\n%s", list)
 	}
 
+	// The series goes in one request: not for users, and all of it.
+	b.expect("alice", 1, "admins", "resv", "delete", "--series", "weekly")
+	b.expect("admin", 1, "no reservation series", "resv", "delete", "--series", "monthly")
+	if out := b.must("admin", "resv", "delete", "--series", "weekly"); out != "reservation weekly-1 cancelled\nreservation weekly-2 cancelled\nreservation weekly-3 cancelled\n" {
+		t.Errorf("resv delete --series:\n%s", out)
+	}
+	b.expect("admin", 1, "already ended or been cancelled", "resv", "delete", "--series", "weekly", "--json")
+
 	// An occurrence that cannot be had (all nodes taken by another
 	// reservation then): nothing is created.
 	b.must("admin", "resv", "create", "--name", "block", "--start", "+29h", "--duration", "1h", "--nodes", "8")
