@@ -18,8 +18,9 @@ var bookingKinds = map[instance.BookingKind]string{
 }
 
 // bookings answers OpBookings: what holds the instance's nodes and QPU
-// slots over a window. Every user sees every booking, as resource list shows
-// every node's job; the owner's name only on their own jobs (admins: all).
+// slots over a window. Every user sees every booking and its span; which
+// job it is (ID and owner) only where seesJob says so: their own jobs, all
+// of them for admins or when jobs are public (Options.PublicJobs).
 func (r *Runtime) bookings(_ context.Context, q Request) (any, error) {
 	var br api.BookingsRequest
 	if err := q.Decode(&br); err != nil {
@@ -78,10 +79,10 @@ func (r *Runtime) bookings(_ context.Context, q Request) (any, error) {
 		out.QPUs = append(out.QPUs, api.QPUStatus{Name: p.Name, Total: p.Total})
 	}
 	for _, b := range inst.Bookings(f, t) {
-		ab := api.Booking{Kind: bookingKinds[b.Kind], Job: api.JobID(b.Job), Resv: b.Resv,
+		ab := api.Booking{Kind: bookingKinds[b.Kind], Resv: b.Resv,
 			Start: unix(b.Start), End: unix(b.End), Nodes: hostlist.Format(b.Nodes), Slots: b.Slots}
-		if q.Admin || b.User == q.User {
-			ab.User = b.User
+		if b.Job != 0 && (b.User == q.User || r.seesJob(q, b.Job)) {
+			ab.Job, ab.User = api.JobID(b.Job), b.User
 		}
 		out.Bookings = append(out.Bookings, ab)
 	}

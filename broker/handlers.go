@@ -274,9 +274,24 @@ func (r *Runtime) job(_ context.Context, q Request) (any, error) {
 	defer r.mu.Unlock()
 	j, err := r.visible(q, jr.ID)
 	if err != nil {
+		if o, ok := r.in.Job(instance.JobID(jr.ID)); ok && r.b.opts.PublicJobs {
+			return r.apiJob(o), nil // shown, as listed; not cancelled or waited on
+		}
 		return nil, err
 	}
 	return r.apiJob(j), nil
+}
+
+// seesJob reports whether q's user may see which job (its ID and owner)
+// holds a node or a booking: their own, all of them for admins, and all
+// of them when the broker's jobs are public (Options.PublicJobs). r.mu
+// must be held.
+func (r *Runtime) seesJob(q Request, id instance.JobID) bool {
+	if q.Admin || r.b.opts.PublicJobs {
+		return true
+	}
+	j, ok := r.in.Job(id)
+	return ok && j.Spec.User == q.User
 }
 
 func (r *Runtime) jobs(_ context.Context, q Request) (any, error) {
@@ -291,8 +306,8 @@ func (r *Runtime) jobs(_ context.Context, q Request) (any, error) {
 	case jr.User != "":
 		user = jr.User
 	}
-	if user != q.User && !q.Admin {
-		return nil, api.Errorf(api.CodePermissionDenied, "only admins list other users' jobs")
+	if user != q.User && !q.Admin && !r.b.opts.PublicJobs {
+		return nil, api.Errorf(api.CodePermissionDenied, "only admins list other users' jobs on this broker (its jobs are private: broker start --private-data jobs); list yours with 'strata jobs'")
 	}
 	states := map[string]bool{}
 	for _, s := range jr.State {
@@ -380,7 +395,10 @@ func (r *Runtime) resources(_ context.Context, q Request) (any, error) {
 		st := api.NodeStatus{Name: n.Name, State: api.NodeFree}
 		switch {
 		case n.Job != 0:
-			st.State, st.Job = api.NodeAllocated, api.JobID(n.Job)
+			st.State = api.NodeAllocated
+			if r.seesJob(q, n.Job) {
+				st.Job = api.JobID(n.Job)
+			}
 		case n.Resv != "":
 			st.State, st.Resv = api.NodeReserved, n.Resv
 		}

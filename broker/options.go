@@ -78,6 +78,45 @@ type Options struct {
 	// zero value means api's defaults (walltime 366 days, environment
 	// 128 KiB).
 	Limits api.Limits
+
+	// PublicJobs lets every user see every user's jobs: list them (jobs
+	// -u NAME, -u '*'), show them, and see their IDs and owners in the
+	// resource list and the bookings (gantt). It is Slurm's PrivateData
+	// without "jobs", and false by default, so that the zero value keeps
+	// jobs private: a user sees only their own, and other users' jobs on
+	// nodes and in bookings without ID or owner. Admins always see all.
+	// Cancelling, waiting on and reading the output of another user's job
+	// stay refused either way. ParsePrivateData reads the flag's list.
+	PublicJobs bool
+}
+
+// ParsePrivateData reads a comma-separated list in the style of Slurm's
+// PrivateData, as given to "strata broker start --private-data": "jobs"
+// (the default) keeps every user's jobs private to them and the admins;
+// "none" makes them visible to all users. It reports whether jobs are
+// public (Options.PublicJobs).
+func ParsePrivateData(list string) (publicJobs bool, err error) {
+	const how = "give a comma-separated list of jobs, or none (every user sees every job)"
+	if strings.TrimSpace(list) == "" {
+		return false, fmt.Errorf("private data: empty list; %s", how)
+	}
+	var jobs, none bool
+	for _, v := range strings.Split(list, ",") {
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "jobs":
+			jobs = true
+		case "none":
+			none = true
+		case "":
+			return false, fmt.Errorf("private data %q: empty item; %s", list, how)
+		default:
+			return false, fmt.Errorf("private data %q: unknown item %q; %s", list, strings.TrimSpace(v), how)
+		}
+	}
+	if jobs && none {
+		return false, fmt.Errorf("private data %q: none cannot be listed with jobs; %s", list, how)
+	}
+	return none, nil
 }
 
 // Defaults of Options.

@@ -55,6 +55,7 @@ func brokerCommand() *cli.Command {
 				&cli.StringFlag{Name: "kill-grace", Value: "10s", Usage: "from SIGTERM to SIGKILL when a job is ended"},
 				&cli.StringFlag{Name: "keep-finished", Value: "3d", Usage: "how long ended jobs stay in 'strata jobs -a' and 'job show' before they move to the archive that 'strata acct' reads"},
 				&cli.IntFlag{Name: "keep-finished-max", Usage: "at most this many ended jobs stay live; the oldest move to the archive first (0: no bound)"},
+				&cli.StringFlag{Name: "private-data", Value: "jobs", Usage: "what users see only of their own, like Slurm's PrivateData: jobs (others' jobs are not listed, and show on nodes and in gantt without ID or owner) or none (every user sees every job)"},
 				&cli.StringSliceFlag{Name: "admin", Usage: "a user with administrator rights (repeatable; 'admin' always is one)"},
 				&cli.BoolFlag{Name: "debug", Usage: "log debug messages"},
 				&cli.StringFlag{Name: "config", Usage: "a JSON file of flag values, e.g. {\"nodes\": \"node[0-63]\", \"qpu\": [\"qpu0:4\"], \"policy\": \"conservative\"}; flags on the command line win"},
@@ -105,6 +106,10 @@ func runBroker(c *cli.Context) error {
 	if n := c.Int("keep-finished-max"); n < 0 {
 		return cliapp.UsageErr(fmt.Errorf("--keep-finished-max %d: give a count of jobs, or 0 for no bound", n))
 	}
+	publicJobs, err := broker.ParsePrivateData(c.String("private-data"))
+	if err != nil {
+		return cliapp.UsageErr(fmt.Errorf("--private-data: %w", err))
+	}
 	level := slog.LevelInfo
 	if c.Bool("debug") {
 		level = slog.LevelDebug
@@ -116,6 +121,7 @@ func runBroker(c *cli.Context) error {
 		Admins: c.StringSlice("admin"), Version: cliapp.Version(), Logger: log,
 		Limits:           api.Limits{MaxWalltime: durs["max-walltime"], MaxEnvBytes: c.Int("max-env")},
 		MaxActivePerUser: c.Int("max-active-per-user"), MaxRequestsPerUser: c.Int("max-requests-per-user"),
+		PublicJobs: publicJobs,
 	})
 	if err != nil {
 		return err

@@ -423,13 +423,18 @@ func printGanttLegend(w io.Writer, rep api.BookingsReply, syms []byte, notes []s
 	tw.Flush()
 }
 
-// ganttWhat says what a booking is: "job 12 (alice) running",
+// ganttWhat says what a booking is: "job 12 (alice) running", "job
+// running" (another user's where jobs are private),
 // "reservation physics", "maintenance fix".
 func ganttWhat(b api.Booking) string {
 	var parts []string
 	switch b.Kind {
 	case api.BookingRunning, api.BookingPlanned:
-		parts = append(parts, "job "+b.Job.String())
+		if b.Job != 0 {
+			parts = append(parts, "job "+b.Job.String())
+		} else {
+			parts = append(parts, "job") // another user's, on a broker that keeps jobs private
+		}
 		if b.User != "" {
 			parts = append(parts, "("+b.User+")")
 		}

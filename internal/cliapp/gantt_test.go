@@ -122,6 +122,27 @@ A  job 1 running  00:00–05:00  node[0-2,7-9]
 B  job 2 planned  05:00–10:00  node[4-5]
 `,
 	}, {
+		// Where jobs are private, another user's job comes without ID or
+		// owner: "job" and its span.
+		name: "another user's private job",
+		rep: api.BookingsReply{
+			From: ganttAt(0, 0), To: ganttAt(4, 0),
+			Nodes: ganttNodes("node", 2),
+			Bookings: []api.Booking{
+				{Kind: api.BookingRunning, Job: 1, User: "alice", Start: ganttAt(0, 0), End: ganttAt(2, 0), Nodes: "node0"},
+				{Kind: api.BookingPlanned, Start: ganttAt(2, 0), End: ganttAt(4, 0), Nodes: "node1"},
+			},
+		},
+		width: 4,
+		want: `2026-12-03 00:00 → 2026-12-03 04:00 UTC, one column = 1h
+       |
+node0  AA..
+node1  ..BB
+
+A  job 1 (alice) running  00:00–02:00  node0
+B  job planned            02:00–04:00  node1
+`,
+	}, {
 		// Bookings wholly before or after the window do not show; a
 		// booking partly in a column fills it. The window is longer than
 		// a day, so the axis has dates.

@@ -5,9 +5,11 @@ package cliapp
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/strata-hpc/strata/api"
 )
@@ -76,4 +78,62 @@ func TestE2ESecurityUserLifecycle(t *testing.T) {
 	b.expect(t, "bob", 1, nil, "whoami")
 	b.expect(t, "admin", 1, []string{"no user bob"}, "user", "revoke", "bob")
 	b.expect(t, "bob", 2, nil, "user", "add", "x", "--expires", "forever")
+}
+
+// "An admin setting like Slurm's PrivateData": with broker start
+// --private-data jobs (the default) bob cannot list alice's jobs and sees
+// her node allocated without her job's ID, and her booking as just "job";
+// with none he lists them and sees the ID and her name. A bad list is
+// refused before the broker starts.
+func TestE2EPrivateData(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		public bool
+	}{
+		{args: nil},
+		{args: []string{"--private-data", "none"}, public: true},
+	} {
+		t.Run(fmt.Sprintf("public=%v", tc.public), func(t *testing.T) {
+			b := startE2EBroker(t, append([]string{"--nodes", "node[0-1]", "--qpu", "none"}, tc.args...)...)
+			for _, u := range []string{"alice", "bob"} {
+				b.must("admin", "user", "add", u, "-o", b.creds(u))
+			}
+			id := b.submit("alice", "-t", "1m", "--", "sleep", "30")
+			for deadline := time.Now().Add(30 * time.Second); b.job("alice", id).State != api.JobRunning; time.Sleep(50 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("alice's job %s did not start within 30s", id)
+				}
+			}
+			if tc.public {
+				for _, u := range []string{"alice", "*"} {
+					if out := b.must("bob", "jobs", "-u", u); !strings.Contains(out, "alice") || !strings.Contains(out, id) {
+						t.Errorf("bob's jobs -u %q lacks alice's job %s:\n%s", u, id, out)
+					}
+				}
+			} else {
+				b.expect(t, "bob", 1, []string{"only admins list other users' jobs", "--private-data"}, "jobs", "-u", "alice")
+			}
+			var nodes api.ResourcesReply
+			if err := json.Unmarshal([]byte(b.must("bob", "resource", "list", "--json")), &nodes); err != nil {
+				t.Fatal(err)
+			}
+			shown := false
+			for _, n := range nodes.Nodes {
+				if n.State == api.NodeAllocated && n.Job.String() == id {
+					shown = true
+				}
+			}
+			if shown != tc.public {
+				t.Errorf("bob's resource list shows alice's job %s: %v; want %v: %+v", id, shown, tc.public, nodes.Nodes)
+			}
+			gantt := b.must("bob", "resource", "gantt", "--for", "1h")
+			if want := "job " + id + " (alice) running"; strings.Contains(gantt, want) != tc.public || strings.Contains(gantt, "job running") == tc.public {
+				t.Errorf("bob's gantt (public %v):\n%s", tc.public, gantt)
+			}
+		})
+	}
+	r := result{}
+	if r = (&e2eBroker{}).strataAs("", "broker", "start", "--private-data", "users", "--state-dir", t.TempDir(), "--listen", "127.0.0.1:0"); r.code == 0 || !strings.Contains(r.stderr, `unknown item "users"`) {
+		t.Errorf("a bad --private-data list: %s", r)
+	}
 }
