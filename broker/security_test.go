@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	goruntime "runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -533,6 +534,7 @@ func TestSecurityOneUserCannotStallOthers(t *testing.T) {
 	}
 	sub.SetPendingLimits(-1, -1)
 	wait := mustJSON(t, api.WaitRequest{ID: held.ID, TimeoutMS: 30000})
+	heapBefore := heapInUse()
 	for i := 0; i < flood; i++ {
 		if err := nc.PublishRequest("strata.v1.req.alice.root.wait", fmt.Sprintf("_INBOX_alice.flood.%d", i), wait); err != nil {
 			t.Fatal(err)
@@ -556,6 +558,15 @@ func TestSecurityOneUserCannotStallOthers(t *testing.T) {
 	}
 	slices.Sort(lat)
 	t.Logf("bob's whoami+submit while alice floods with %d waits: median %v, max %v", flood, lat[len(lat)/2], lat[len(lat)-1])
+	// The broker's memory stays bounded: a refused request is answered
+	// at once and forgotten, so the heap (broker, server and clients of
+	// this test process together) grows by the parked waits only. Before
+	// the limits, 20,000 waits took the broker from 55 to 500 MB.
+	grown := int64(heapInUse()) - int64(heapBefore)
+	t.Logf("heap in use grew by %.1f MiB during the flood", float64(grown)/(1<<20))
+	if grown > 128<<20 {
+		t.Errorf("heap in use grew by %d MiB during a flood of %d waits: not bounded", grown>>20, flood)
+	}
 	if lat[len(lat)/2] > 2*time.Second {
 		t.Errorf("bob's median whoami+submit took %v while alice flooded", lat[len(lat)/2])
 	}
@@ -577,4 +588,12 @@ func TestSecurityOneUserCannotStallOthers(t *testing.T) {
 	if err := admin.Call(ctx, api.OpCancel, api.CancelRequest{ID: held.ID}, &j); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// heapInUse is the heap in use after a collection.
+func heapInUse() uint64 {
+	goruntime.GC()
+	var m goruntime.MemStats
+	goruntime.ReadMemStats(&m)
+	return m.HeapInuse
 }
