@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/strata-hpc/strata/api"
+	"github.com/strata-hpc/strata/broker/store"
 )
 
 // Broker is the running Strata process: its NATS server (embedded) or
@@ -68,8 +69,8 @@ const (
 )
 
 // UsersBucket is the JetStream key-value bucket of known users (key: user
-// name, value: an api.User in JSON).
-const UsersBucket = "strata_users"
+// name, value: a store.User).
+const UsersBucket = store.UsersBucket
 
 // New validates opts, creates the state directory and, for an embedded
 // server, the signing keys. It starts nothing.
@@ -351,7 +352,7 @@ func (b *Broker) AddUser(ctx context.Context, req api.UserAddRequest) (api.UserA
 	if req.Force {
 		if e, gErr := b.kv.Get(ctx, req.Name); gErr == nil {
 			var uErr error
-			if old, uErr = decodeUserRecord(e.Value()); uErr != nil {
+			if old, uErr = store.DecodeUser(req.Name, e.Value()); uErr != nil {
 				b.log.Warn("bad user record", "user", req.Name, "err", uErr)
 			}
 		}
@@ -397,15 +398,12 @@ func (b *Broker) Users(ctx context.Context) ([]api.User, error) {
 		if err != nil {
 			return nil, fmt.Errorf("broker: read user %s: %w", name, err)
 		}
-		u, err := decodeUserRecord(e.Value())
+		u, err := store.DecodeUser(name, e.Value())
 		if err != nil {
 			b.log.Warn("bad user record", "user", name, "err", err)
 			continue
 		}
-		b.mu.Lock()
-		configured := b.admins[u.Name]
-		b.mu.Unlock()
-		users = append(users, u.apiUser(configured))
+		users = append(users, b.apiUser(u))
 	}
 	slices.SortFunc(users, func(x, y api.User) int {
 		switch {
@@ -440,7 +438,7 @@ func (b *Broker) watchUsers(ctx context.Context) error {
 			var u userRecord
 			if e.Operation() == jetstream.KeyValuePut {
 				var err error
-				if u, err = decodeUserRecord(e.Value()); err != nil {
+				if u, err = store.DecodeUser(e.Key(), e.Value()); err != nil {
 					b.log.Warn("bad user record", "user", e.Key(), "err", err)
 				}
 			}

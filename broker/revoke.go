@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/strata-hpc/strata/api"
+	"github.com/strata-hpc/strata/broker/store"
 )
 
 // Credentials are revoked the NATS way: the Strata account's JWT carries a
@@ -24,18 +25,8 @@ import (
 // that it is signed into the account JWT again at every start.
 
 // RevokedBucket is the JetStream key-value bucket of revoked credentials
-// (key: the user public key; value: a revocation in JSON).
-const RevokedBucket = "strata_revoked"
-
-// revocation is one revoked set of credentials, as stored.
-type revocation struct {
-	Version int    `json:"v"`
-	User    string `json:"user"`
-	Key     string `json:"key"`
-	At      int64  `json:"at"` // Unix seconds: JWTs issued at or before are refused
-}
-
-const revocationVersion = 1
+// (key: the user public key; value: a store.Revocation).
+const RevokedBucket = store.RevokedBucket
 
 // loadRevocations opens the revocations bucket and signs what it holds
 // into the account JWT.
@@ -59,9 +50,9 @@ func (b *Broker) loadRevocations(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("broker: read revocation %s: %w", key, err)
 		}
-		var r revocation
-		if err := json.Unmarshal(e.Value(), &r); err != nil || r.Key != key {
-			return fmt.Errorf("broker: revocation record %s is corrupt (%v): revoked credentials would work again; fix or delete it", key, err)
+		r, err := store.DecodeRevocation(key, e.Value())
+		if err != nil {
+			return fmt.Errorf("broker: %w", err)
 		}
 		revoked[r.Key] = r.At
 	}
@@ -102,7 +93,10 @@ func (b *Broker) revokeKey(ctx context.Context, user, key string) error {
 		return b.pushAccount(nil) // the external-server error
 	}
 	at := time.Now().Unix()
-	rec, _ := json.Marshal(revocation{Version: revocationVersion, User: user, Key: key, At: at})
+	rec, err := json.Marshal(store.Revocation{V: store.Version, User: user, Key: key, At: at})
+	if err != nil {
+		return fmt.Errorf("broker: encode revocation of %s's credentials: %w", user, err)
+	}
 	if _, err := b.rkv.Put(ctx, key, rec); err != nil {
 		return fmt.Errorf("broker: record revocation of %s's credentials: %w", user, err)
 	}
@@ -135,19 +129,11 @@ func (b *Broker) user(ctx context.Context, name string) (userRecord, uint64, err
 	if err != nil {
 		return userRecord{}, 0, fmt.Errorf("broker: read user %s: %w", name, err)
 	}
-	u, err := decodeUserRecord(e.Value())
+	u, err := store.DecodeUser(name, e.Value())
 	if err != nil {
-		return userRecord{}, 0, fmt.Errorf("broker: user record %s: %w", name, err)
+		return userRecord{}, 0, fmt.Errorf("broker: %w", err)
 	}
 	return u, e.Revision(), nil
-}
-
-// apiUser is user record u as clients see it.
-func (b *Broker) apiUser(u userRecord) api.User {
-	b.mu.Lock()
-	configured := b.admins[u.Name]
-	b.mu.Unlock()
-	return u.apiUser(configured)
 }
 
 // RevokeUser revokes the current credentials of user name: clients

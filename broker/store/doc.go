@@ -15,6 +15,8 @@
 //	              "session.PATH.BACKEND" a QPUSession
 //	              "backend.NAME"         a QPUBackend
 //	strata_meta   "ids"                 the IDs handed out so far (IDs)
+//	strata_users  "NAME"                a User
+//	strata_revoked "PUBKEY"             a Revocation
 //
 // The kind of a record follows from its bucket and key, never from its
 // contents.

@@ -393,3 +393,21 @@ func readGoldenF(f *testing.F) []golden {
 	}
 	return out
 }
+
+// TestRevocationRecord: a revocation reads back; one that does not parse,
+// sits under another key or comes from the future is refused, naming it.
+func TestRevocationRecord(t *testing.T) {
+	if r, err := DecodeRevocation("UKEY", []byte(`{"v":1,"user":"bob","key":"UKEY","at":5}`)); err != nil || r.User != "bob" || r.At != 5 {
+		t.Fatalf("a version 1 revocation: %+v, %v", r, err)
+	}
+	for _, tc := range []struct{ key, data, want string }{
+		{"UKEY", `{"v":1,"user":"bob"`, "would work again"},
+		{"UKEY", `{"v":1,"user":"bob","key":"UOTHER","at":5}`, `not "UKEY"`},
+		{"UKEY", `{"v":9,"user":"bob","key":"UKEY","at":5}`, "newer version"},
+	} {
+		_, err := DecodeRevocation(tc.key, []byte(tc.data))
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), RevokedBucket+"/"+tc.key) {
+			t.Errorf("%s: %v, want %q naming the record", tc.data, err, tc.want)
+		}
+	}
+}

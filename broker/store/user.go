@@ -1,0 +1,72 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Buckets of the broker's users and revoked credentials.
+const (
+	UsersBucket   = "strata_users"   // key: user name; value: a User
+	RevokedBucket = "strata_revoked" // key: a user's public key; value: a Revocation
+)
+
+// User is a user as stored (versions 1 and 2 have the same layout; records
+// written before versions existed carry no "v" and read the same). It is
+// the disk's type, not the wire's: the broker makes api.User from it in one
+// place, so that fields can be added here without changing what clients
+// see.
+type User struct {
+	V       int       `json:"v"`
+	Name    string    `json:"name"`
+	Admin   bool      `json:"admin,omitempty"` // recorded with admin rights (user add --admin)
+	Created time.Time `json:"created,omitzero"`
+	// Key is the public key of the user's current credentials, by which
+	// they are revoked; empty when they have none.
+	Key string `json:"key,omitempty"`
+	// Expires is when the current credentials stop working (zero: never).
+	Expires time.Time `json:"expires,omitzero"`
+}
+
+// DecodeUser reads the record stored under key (the user's name) in
+// UsersBucket. Fields it does not know are ignored: records written
+// while users were stored as api.User carry a "role" it derives.
+func DecodeUser(key string, data []byte) (User, error) {
+	var u User
+	err := json.Unmarshal(data, &u)
+	switch {
+	case err != nil:
+		err = fmt.Errorf("not a valid record (%v): restore the state directory from a backup, or add the user again with 'strata user add %s --force'", err, key)
+	case u.Name != key:
+		err = fmt.Errorf("holds user %q, not %q", u.Name, key)
+	default:
+		err = checkVersion(u.V)
+	}
+	return u, recordError(UsersBucket, key, err)
+}
+
+// Revocation is one revoked set of credentials, as stored.
+type Revocation struct {
+	V    int    `json:"v"`
+	User string `json:"user"`
+	Key  string `json:"key"`
+	At   int64  `json:"at"` // Unix seconds: JWTs issued at or before are refused
+}
+
+// DecodeRevocation reads the record stored under key (a public key) in
+// RevokedBucket. A revocation that cannot be read is an error the broker
+// must not start past: the credentials it revoked would work again.
+func DecodeRevocation(key string, data []byte) (Revocation, error) {
+	var r Revocation
+	err := strictUnmarshal(data, &r)
+	switch {
+	case err != nil:
+		err = fmt.Errorf("%v: the credentials it revoked would work again; revoke them again with 'strata user revoke' once the broker runs, after deleting the key", err)
+	case r.Key != key:
+		err = fmt.Errorf("holds the revocation of key %q, not %q", r.Key, key)
+	default:
+		err = checkVersion(r.V)
+	}
+	return r, recordError(RevokedBucket, key, err)
+}
