@@ -189,7 +189,9 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 		return nil, fmt.Errorf("broker: kill grace %s is negative", res.KillGrace)
 	}
 	if res.Executor == nil {
-		ex, err := executor.NewLocal(executor.LocalOptions{StateDir: b.opts.StateDir + "/executor"})
+		// Jobs still run as the broker's own account, as before the
+		// executor learnt to run them as others.
+		ex, err := executor.NewLocal(executor.LocalOptions{StateDir: b.opts.StateDir + "/executor", AllowRoot: true, Logger: b.log})
 		if err != nil {
 			return nil, err
 		}

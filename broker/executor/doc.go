@@ -117,6 +117,32 @@
 // several goroutines. Exits is fed from an unbounded internal queue, so a
 // slow reader never stalls reaping.
 //
-// Running jobs as other users (uid/gid) and containing them with cgroups
-// are for later.
+// # Accounts
+//
+// Spec.User names the Unix account a job runs as, resolved at Start on
+// this machine (os/user: uid, primary gid, supplementary groups, home;
+// the shell from /etc/passwd). An executor running as root runs each job
+// with its account's credentials (the keeper forks it with
+// SysProcAttr.Credential) and refuses uid 0, by name or by default,
+// unless LocalOptions.AllowRoot; one not running as root runs jobs only
+// as its own account and refuses others (ErrOtherAccount). NewLocal logs
+// which of the two it is.
+//
+// What the job's account could not do, the job cannot make the keeper do
+// for it: the keeper checks the working directory and the command, and
+// creates or truncates the output files, on a thread of its own whose
+// file system identity (setfsuid, setfsgid, setgroups, which act on one
+// thread) is the account's (asUser). So "-o /etc/passwd" or an output
+// file in the broker's state directory fails with "permission denied",
+// and output files belong to the job's user.
+//
+// The job's environment is Spec.Env and nothing else: none of the
+// executor's own environment (say the broker's STRATA_CREDS) reaches it.
+// A job with a named account gets HOME, USER, LOGNAME and SHELL from the
+// account, replacing those of Env. Under a root executor jobs start with
+// umask 0022 (Slurm's default; output files are created 0644 either way),
+// so files a job creates are readable by others unless the job sets a
+// stricter umask, as under Slurm.
+//
+// Containing jobs with cgroups is for later.
 package executor

@@ -34,7 +34,7 @@ func BenchmarkLocal(b *testing.B) {
 }
 
 func benchLocal(b *testing.B, par int, devnull bool) {
-	l, err := executor.NewLocal(executor.LocalOptions{StateDir: b.TempDir()})
+	l, err := executor.NewLocal(executor.LocalOptions{StateDir: b.TempDir(), AllowRoot: true})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,3 +11,12 @@ func KeeperPID(l *Local) int {
 	}
 	return l.kc.pid
 }
+
+// PasswdShell exports passwdShell.
+var PasswdShell = passwdShell
+
+// AccountEnv exports accountEnv for an account with the given name, home
+// and shell.
+func AccountEnv(env []string, name, home, shell string) []string {
+	return accountEnv(env, &account{name: name, home: home, shell: shell})
+}

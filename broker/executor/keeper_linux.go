@@ -57,6 +57,10 @@ type request struct {
 	Stdout     string   `json:"stdout,omitempty"`
 	Stderr     string   `json:"stderr,omitempty"`
 	StatusFile string   `json:"status_file,omitempty"`
+	// Cred, when set, is the account the job runs as: the keeper checks
+	// the working directory and command, and creates the output files,
+	// with its identity, then forks the job with it.
+	Cred *credential `json:"cred,omitempty"`
 	// DropEmptyStderr: Stderr is the default file, not one the user
 	// asked for, and is removed at the job's exit if nothing was
 	// written to it.
@@ -139,6 +143,7 @@ type unreleased struct {
 type keptJob struct {
 	id, statusFile string
 	dropStderr     string // the default stderr file, removed at exit if empty
+	cred           *credential
 	pid            int
 	procStart      uint64
 	startedAt      time.Time
@@ -181,8 +186,16 @@ func keeperMain() int {
 		}
 	}()
 
-	umask := syscall.Umask(0)
-	syscall.Umask(umask)
+	// A root keeper runs jobs of other accounts, which get the umask
+	// Slurm gives by default, not whatever the broker was started with.
+	var umask int
+	if os.Geteuid() == 0 {
+		umask = 0o022
+		syscall.Umask(umask)
+	} else {
+		umask = syscall.Umask(0)
+		syscall.Umask(umask)
+	}
 	k := &keeper{
 		devnull:    devnull,
 		umask:      umask,
@@ -252,31 +265,70 @@ func (k *keeper) start(r request) {
 	ev := event{Seq: r.Seq, Op: "started", ID: r.ID}
 	var created []string // output files to remove if the start fails
 	fail := func(op, path string, err error) {
-		for _, p := range created {
-			os.Remove(p)
-		}
+		asUser(r.Cred, func() error {
+			for _, p := range created {
+				os.Remove(p)
+			}
+			return nil
+		})
 		ev.setErr(op, path, err)
 		k.out.send(ev)
 	}
-	stdout, isNew, err := k.openOutput(r.Stdout)
+	// Everything the job's account must be able to do, the keeper does
+	// as that account: reach the working directory, execute the command,
+	// create or truncate the output files (which it then owns).
+	var (
+		stdout, stderr *os.File
+		failOp         string
+		failPath       string
+	)
+	err := asUser(r.Cred, func() error {
+		if r.Cred != nil {
+			if err := unix.Faccessat2(unix.AT_FDCWD, r.Dir, unix.X_OK, unix.AT_EACCESS); err != nil {
+				failOp, failPath = "workdir", r.Dir
+				return err
+			}
+			if err := unix.Faccessat2(unix.AT_FDCWD, r.Path, unix.X_OK, unix.AT_EACCESS); err != nil {
+				failOp, failPath = "exec", r.Path
+				return err
+			}
+		}
+		f, isNew, err := k.openOutput(r.Stdout)
+		if err != nil {
+			failOp, failPath = "stdout", r.Stdout
+			return unwrapPathError(err)
+		}
+		stdout, stderr = f, f
+		if isNew {
+			created = append(created, r.Stdout)
+		}
+		if r.Stderr != r.Stdout {
+			if stderr, isNew, err = k.openOutput(r.Stderr); err != nil {
+				failOp, failPath = "stderr", r.Stderr
+				return unwrapPathError(err)
+			}
+			if isNew {
+				created = append(created, r.Stderr)
+			}
+		}
+		return nil
+	})
+	if stdout != nil {
+		defer stdout.Close()
+	}
+	if stderr != nil && stderr != stdout {
+		defer stderr.Close()
+	}
 	if err != nil {
-		fail("stdout", r.Stdout, unwrapPathError(err))
+		if failOp == "" {
+			failOp, failPath = "user", r.ID // switching identity failed
+		}
+		fail(failOp, failPath, err)
 		return
 	}
-	defer stdout.Close()
-	if isNew {
-		created = append(created, r.Stdout)
-	}
-	stderr := stdout
-	if r.Stderr != r.Stdout {
-		if stderr, isNew, err = k.openOutput(r.Stderr); err != nil {
-			fail("stderr", r.Stderr, unwrapPathError(err))
-			return
-		}
-		defer stderr.Close()
-		if isNew {
-			created = append(created, r.Stderr)
-		}
+	sys := &syscall.SysProcAttr{Setpgid: true}
+	if c := r.Cred; c != nil {
+		sys.Credential = &syscall.Credential{Uid: c.UID, Gid: c.GID, Groups: c.Groups}
 	}
 	// Not before: opening an output file may block (a FIFO), and the
 	// reaper must not wait for that.
@@ -286,13 +338,13 @@ func (k *keeper) start(r request) {
 		Dir:   r.Dir,
 		Env:   r.Env,
 		Files: []uintptr{k.devnull.Fd(), stdout.Fd(), stderr.Fd()},
-		Sys:   &syscall.SysProcAttr{Setpgid: true},
+		Sys:   sys,
 	})
 	if err != nil {
 		fail("exec", r.Path, err)
 		return
 	}
-	j := &keptJob{id: r.ID, statusFile: r.StatusFile, pid: pid, startedAt: time.Now()}
+	j := &keptJob{id: r.ID, statusFile: r.StatusFile, pid: pid, startedAt: time.Now(), cred: r.Cred}
 	if r.DropEmptyStderr && r.Stderr != r.Stdout {
 		j.dropStderr = r.Stderr
 	}
@@ -377,7 +429,7 @@ func (k *keeper) reapAll() {
 			continue // an orphaned grandchild, reparented to us
 		}
 		if j.dropStderr != "" {
-			dropEmpty(j.dropStderr)
+			asUser(j.cred, func() error { dropEmpty(j.dropStderr); return nil })
 		}
 		code, sig := decodeWait(ws)
 		s := status{ID: j.id, PID: pid, ProcStart: j.procStart, ExitCode: code, Signal: sig, StartedAt: j.startedAt, EndedAt: ended}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -33,6 +34,20 @@ type LocalOptions struct {
 	// gone, for its still-running keeper to write the status file before
 	// calling the job Lost. Default 10s.
 	StatusWait time.Duration
+
+	// AllowRoot lets jobs run as root (uid 0): a Spec naming an account
+	// with uid 0, or naming none while the executor itself runs as root.
+	// Without it such a job is refused (ErrRootJob), so that no job can
+	// read the broker's state or overwrite what root can.
+	AllowRoot bool
+
+	// Node names this machine in errors that reach users ("no Unix
+	// account alice on node n3"). Default: the host name.
+	Node string
+
+	// Logger receives the executor's one line at start saying whom jobs
+	// run as. Default: slog.Default().
+	Logger *slog.Logger
 }
 
 // Local runs jobs as processes on this machine. See the package
@@ -40,6 +55,8 @@ type LocalOptions struct {
 // concurrent use.
 type Local struct {
 	opts  LocalOptions
+	euid  int      // the executor's own effective uid
+	self  *account // and its account
 	exits chan Exit
 	wake  chan struct{} // an Exit was queued
 	stop  chan struct{} // closed by Close
@@ -76,6 +93,12 @@ func NewLocal(opts LocalOptions) (*Local, error) {
 	if opts.StatusWait <= 0 {
 		opts.StatusWait = 10 * time.Second
 	}
+	if opts.Node == "" {
+		opts.Node, _ = os.Hostname()
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
 	abs, err := filepath.Abs(opts.StateDir)
 	if err != nil {
 		return nil, fmt.Errorf("executor: state directory: %w", err)
@@ -84,8 +107,21 @@ func NewLocal(opts LocalOptions) (*Local, error) {
 	if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("executor: state directory: %w", err)
 	}
+	euid := os.Geteuid()
+	self, err := lookupAccountID(euid)
+	if err != nil {
+		// A container may run us under a uid without a passwd entry.
+		self = &account{name: "uid " + strconv.Itoa(euid), uid: uint32(euid), gid: uint32(os.Getegid()), shell: "/bin/sh"}
+	}
+	if euid == 0 {
+		opts.Logger.Info("executor: running as root: each job runs as its user's Unix account", "node", opts.Node, "allow_root_jobs", opts.AllowRoot)
+	} else {
+		opts.Logger.Info("executor: not running as root: jobs run only as this executor's own account", "node", opts.Node, "account", self.name, "uid", euid)
+	}
 	l := &Local{
 		opts:  opts,
+		euid:  euid,
+		self:  self,
 		exits: make(chan Exit),
 		wake:  make(chan struct{}, 1),
 		stop:  make(chan struct{}),
@@ -118,7 +154,11 @@ func (l *Local) Start(spec Spec) (Record, error) {
 	} else if !fi.IsDir() {
 		return Record{}, &StartError{ID: spec.ID, Op: "workdir", Path: spec.Dir, Err: syscall.ENOTDIR}
 	}
-	path, err := lookPath(spec.Argv[0], spec.Dir, spec.Env)
+	cred, env, err := l.resolveUser(spec)
+	if err != nil {
+		return Record{}, err
+	}
+	path, err := lookPath(spec.Argv[0], spec.Dir, env)
 	if err != nil {
 		return Record{}, &StartError{ID: spec.ID, Op: "command", Path: spec.Argv[0], Err: err}
 	}
@@ -131,7 +171,7 @@ func (l *Local) Start(spec Spec) (Record, error) {
 	}
 
 	req := request{
-		Op: "start", ID: spec.ID, Path: path, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env,
+		Op: "start", ID: spec.ID, Path: path, Argv: spec.Argv, Dir: spec.Dir, Env: env, Cred: cred,
 		Stdout: rec.Stdout, Stderr: rec.Stderr, StatusFile: rec.StatusFile,
 		DropEmptyStderr: spec.Stderr == "",
 	}
