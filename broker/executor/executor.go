@@ -126,6 +126,11 @@ type Record struct {
 	Stdout string `json:"stdout"`
 	Stderr string `json:"stderr"`
 
+	// Cgroup is the job's cgroup v2 directory, where the executor runs
+	// jobs in cgroups of their own (see the package documentation);
+	// empty otherwise.
+	Cgroup string `json:"cgroup,omitempty"`
+
 	// KeeperPID and KeeperStart identify the process that is the job's
 	// parent and writes StatusFile (see the package documentation). A job
 	// whose process is gone and whose keeper is gone, with no status file,
@@ -154,6 +159,15 @@ type Exit struct {
 	EndedAt   time.Time `json:"ended_at"`
 	Lost      bool      `json:"lost,omitempty"`
 	Err       string    `json:"err,omitempty"`
+
+	// CPU is the CPU time (user plus system) the job used, and MaxRSS its
+	// peak memory in bytes: read from the job's cgroup (every process of
+	// the job; MaxRSS only where the memory controller is enabled), or
+	// without cgroups from the rusage of its main process and the
+	// descendants that process waited for (MaxRSS then being the largest
+	// single process). Zero when unknown (a Lost job).
+	CPU    time.Duration `json:"cpu,omitempty"`
+	MaxRSS int64         `json:"max_rss,omitempty"`
 }
 
 // Errors callers branch on. Wrapped errors carry the details; test them
@@ -203,7 +217,7 @@ func (e *accountError) Unwrap() error { return e.kind }
 // errors.Is(err, fs.ErrPermission) work through it).
 type StartError struct {
 	ID   string // the job
-	Op   string // what failed: "user", "workdir", "command", "stdout", "stderr" or "exec"
+	Op   string // what failed: "user", "workdir", "command", "stdout", "stderr", "cgroup" or "exec"
 	Path string // the account, directory, command or file concerned
 	Err  error
 }
@@ -217,6 +231,7 @@ func (e *StartError) Error() string {
 		"command": "command",
 		"stdout":  "stdout file",
 		"stderr":  "stderr file",
+		"cgroup":  "cannot create the job's cgroup",
 		"exec":    "cannot run command",
 	}[e.Op]
 	if what == "" {

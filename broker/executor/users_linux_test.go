@@ -132,7 +132,7 @@ func TestRunAsUser(t *testing.T) {
 		}{
 			{"truncate a root file", victim, "", "stdout"},
 			{"create in a root directory", filepath.Join(rootDir, "new.out"), "", "stdout"},
-			{"stderr into /etc", filepath.Join(a.Home, "ok.out"), "/etc/strata-test-" + a.Name, "stderr"},
+			{"stderr in a root directory", filepath.Join(a.Home, "ok.out"), filepath.Join(rootDir, "new.err"), "stderr"},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
 				_, err := l.Start(executor.Spec{ID: "w", User: a.Name, Dir: a.Home, Env: testEnv,
@@ -149,18 +149,38 @@ func TestRunAsUser(t *testing.T) {
 		if s := readFile(t, victim); s != "precious\n" {
 			t.Errorf("victim now %q", s)
 		}
-		for _, p := range []string{filepath.Join(rootDir, "new.out"), filepath.Join(a.Home, "ok.out"), "/etc/strata-test-" + a.Name} {
+		for _, p := range []string{filepath.Join(rootDir, "new.out"), filepath.Join(a.Home, "ok.out"), filepath.Join(rootDir, "new.err")} {
 			if _, err := os.Lstat(p); err == nil {
 				t.Errorf("%s exists after a failed start", p)
 			}
 		}
 	})
 
-	t.Run("working directory out of reach", func(t *testing.T) {
-		_, err := l.Start(executor.Spec{ID: "wd", User: a.Name, Dir: t.TempDir(), Env: testEnv, Argv: []string{"true"}, Stdout: "/dev/null"})
-		var se *executor.StartError
-		if !errors.As(err, &se) || se.Op != "workdir" || !errors.Is(err, fs.ErrPermission) {
-			t.Fatalf("Start: %v; want a workdir StartError, permission denied", err)
+	t.Run("no oracle for root's files", func(t *testing.T) {
+		// Whether a path under a directory the account cannot enter
+		// exists must not show in the error.
+		private := t.TempDir() // root's, 0700
+		if err := os.Mkdir(filepath.Join(private, "there"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(private, "prog"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, tt := range []struct {
+			name, dir, cmd, op string
+		}{
+			{"existing dir", filepath.Join(private, "there"), "true", "workdir"},
+			{"missing dir", filepath.Join(private, "missing"), "true", "workdir"},
+			{"existing command", a.Home, filepath.Join(private, "prog"), "command"},
+			{"missing command", a.Home, filepath.Join(private, "nothing"), "command"},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				_, err := l.Start(executor.Spec{ID: "wd", User: a.Name, Dir: tt.dir, Env: testEnv, Argv: []string{tt.cmd}, Stdout: "/dev/null"})
+				var se *executor.StartError
+				if !errors.As(err, &se) || se.Op != tt.op || !errors.Is(err, fs.ErrPermission) {
+					t.Fatalf("Start: %v; want a %s StartError, permission denied", err, tt.op)
+				}
+			})
 		}
 	})
 }

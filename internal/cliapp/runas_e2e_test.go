@@ -8,6 +8,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/strata-hpc/strata/api"
 	"github.com/strata-hpc/strata/internal/unixtest"
@@ -172,4 +175,42 @@ func TestE2ERunAsUser(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestE2ECancelKillsEscapes: a job's process that double-forks into a
+// session of its own is killed when the job is cancelled, where the
+// broker's executor has cgroup v2 (skipped, saying so, where not).
+func TestE2ECancelKillsEscapes(t *testing.T) {
+	b := startE2EBroker(t, "--nodes", "n[0-1]")
+	if !strings.Contains(b.log(), "each job runs in a cgroup v2 of its own") {
+		t.Skip("the executor has no cgroup v2 here (its log says why): escaped processes are not contained")
+	}
+	b.must("admin", "user", "add", "alice", "-o", b.creds("alice"))
+	id := b.submit("alice", "-t", "5m", "--", "sh", "-c",
+		`(setsid sh -c 'echo $$ >esc.tmp; mv esc.tmp esc.pid; exec sleep 300' </dev/null >/dev/null 2>&1 &); sleep 300`)
+	pidFile := filepath.Join(b.work, "esc.pid")
+	deadline := time.Now().Add(30 * time.Second)
+	var pid int
+	for {
+		if data, err := os.ReadFile(pidFile); err == nil {
+			if pid, err = strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s wrote no %s", id, pidFile)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	if sid, err := unix.Getsid(pid); err != nil || sid != pid {
+		t.Fatalf("the escaped sleep %d: session %d, %v; want a session of its own", pid, sid, err)
+	}
+	b.must("alice", "cancel", id)
+	b.strataAs("alice", "wait", id)
+	for deadline := time.Now().Add(10 * time.Second); syscall.Kill(pid, 0) == nil; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the double-forked sleep %d outlived its cancelled job %s", pid, id)
+		}
+	}
 }
