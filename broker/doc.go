@@ -52,10 +52,13 @@
 //
 // # QPUs
 //
-// The Runtime also hosts the QPU scheduler (package qpu). A running job, a
-// child instance or an active reservation that holds slots on a backend is
-// a session on it, and its users submit QPU jobs through their instance.
-// QPU executors (package qpuexec) speak the executor protocol on
+// QPU policy is the core's: the instance owns the QPU scheduler (package
+// qpu), and a running job, a child instance or an active reservation that
+// holds slots on a backend is a session on it, opened, re-weighed and
+// closed by the core as holders come and go; its users submit QPU jobs
+// through their instance. The Runtime (qpu.go) keeps the executor
+// protocol: it feeds executors' messages to the core as inputs, persists
+// what Ready says changed and answers once it is durable. QPU executors (package qpuexec) speak the executor protocol on
 // strata.v1.exec.NAME.{register,pull,heartbeat,result}, a micro service
 // named strata-qpu-executors: a pull waits until a job is due and is
 // answered once the job's record is durable; a cancelled job's executor is

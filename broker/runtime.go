@@ -53,7 +53,8 @@ type Resources struct {
 	// devices); default 1.
 	QPUConcurrency map[string]int
 	// QPUHeartbeat is how often QPU executors send heartbeats; one that
-	// is silent for three is gone. Default 1 s.
+	// is silent for three (rounded up to whole seconds, the core's
+	// clock, plus one) is gone. Default 1 s.
 	QPUHeartbeat time.Duration
 	// KeepFinished is how long ended jobs stay live ('strata jobs -a',
 	// 'job show') before they move to the archive ('strata acct');
@@ -198,7 +199,8 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 	in, err := instance.New(instance.Config{
 		Nodes: res.Nodes, Pools: res.QPUs, Policy: res.Policy,
 		DefaultWalltime: secs(res.DefaultWalltime), MaxWalltime: secs(res.MaxWalltime),
-		KillGrace: secs(res.KillGrace),
+		KillGrace:      secs(res.KillGrace),
+		QPUConcurrency: res.QPUConcurrency, QPUHeartbeatTimeout: qpuHeartbeatTimeout(qpuHeartbeat(res)),
 	})
 	if err != nil {
 		return nil, err
@@ -217,9 +219,7 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 		done:      make(chan struct{}),
 	}
 	r.idle = sync.NewCond(&r.mu)
-	if err := r.startQPU(); err != nil {
-		return nil, err
-	}
+	r.startQPU()
 	ctx, cancel := context.WithTimeout(b.ctx, b.opts.StartTimeout)
 	defer cancel()
 	for _, bucket := range []string{JobsBucket, ResvsBucket, QPUBucket, MetaBucket, ArraysBucket} {
@@ -334,12 +334,12 @@ func (r *Runtime) restore(ctx context.Context) error {
 	}()
 	now := r.now()
 	r.in.SkipIDs(instance.JobID(r.savedIDs.Job))
-	r.qp.s.SkipIDs(qpu.JobID(r.savedIDs.QPUJob))
+	r.in.SkipQPUIDs(qpu.JobID(r.savedIDs.QPUJob))
 	lost, err := r.in.Restore(now, resvs, jobs)
 	if err != nil {
 		return fmt.Errorf("broker: restore: %w", err)
 	}
-	if err := r.restoreQPU(ctx); err != nil {
+	if err := r.restoreQPU(ctx, now); err != nil {
 		return err
 	}
 	if _, err := r.serve(r.in.Path()); err != nil {
@@ -415,9 +415,6 @@ func (r *Runtime) Close() error {
 	if r.timer != nil {
 		r.timer.Stop()
 	}
-	if r.qp.timer != nil {
-		r.qp.timer.Stop()
-	}
 	if r.qp.svc != nil {
 		r.qp.svc.Stop()
 	}
@@ -472,7 +469,6 @@ func (r *Runtime) apply() {
 		}
 		for _, id := range rd.Jobs {
 			r.markJob(id)
-			r.qpuJobChanged(id)
 		}
 		for _, name := range rd.Resvs {
 			if !r.isDirtyRv[name] {
@@ -494,8 +490,8 @@ func (r *Runtime) apply() {
 				delete(r.waiters, id)
 			}
 		}
+		r.applyQPU(rd.QPU)
 	}
-	r.applyQPU()
 	r.arm()
 }
 
@@ -530,7 +526,7 @@ type signalTask struct {
 // batch and run the starts itself).
 func (r *Runtime) output() output {
 	var out output
-	if ids := (store.IDs{V: store.Version, Job: int64(r.in.LastID()), QPUJob: uint64(r.qp.s.LastID()), Jobs: int64(r.in.NumJobs())}); ids != r.savedIDs {
+	if ids := (store.IDs{V: store.Version, Job: int64(r.in.LastID()), QPUJob: uint64(r.in.QPU().LastID()), Jobs: int64(r.in.NumJobs())}); ids != r.savedIDs {
 		// No ID is handed out twice: the IDs record goes with the first
 		// records that carry a new ID, after them, so that a crash
 		// between the two leaves more job records than it counts,
@@ -644,7 +640,6 @@ func (r *Runtime) effect(e instance.Effect) {
 		}
 	case instance.StopChild:
 		r.unserve(e.ChildPath)
-		r.qpuInstanceEnded(e.ChildPath)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/strata-hpc/strata/internal/hostlist"
+	"github.com/strata-hpc/strata/qpu"
 	"github.com/strata-hpc/strata/resv"
 	"github.com/strata-hpc/strata/timeline"
 )
@@ -39,6 +40,19 @@ var update = flag.Bool("update", false, "rewrite the golden scenario files in te
 //	at T rmresv NAME
 //	show ID | jobs [PATH] | resvs
 //	why ID                              (a pending job's Wait, as data)
+//
+// QPU inputs and views (machine ... qhb=S sets the executor heartbeat
+// timeout; resv ... qpu=NAME:N gives a reservation slots):
+//
+//	at T qsubmit USER PATH BACKEND [shots=N] [name=X] [key=K]
+//	at T qcancel USER QID
+//	at T qregister EXEC BACKEND | at T qbeat EXEC BACKEND [job=QID]
+//	at T qpull EXEC BACKEND             (hand EXEC the next QPU job)
+//	at T qrun EXEC BACKEND ms=N         (qpull, then qreport it done)
+//	at T qreport EXEC QID ms=N [err=WHY]
+//	at T qrevoke PATH [backend=B] [reason=WHY] [as=USER]
+//	at T qmaint BACKEND on|off [as=USER]
+//	qsessions | qjobs                   (the QPU scheduler's records)
 //
 // USER "admin" acts as an admin.
 func TestScenarios(t *testing.T) {
@@ -273,6 +287,9 @@ func (s *scenario) run(line string) (out []string) {
 		if d := m["max"]; d != "" {
 			cfg.MaxWalltime = Duration(atoi(d))
 		}
+		if d := m["qhb"]; d != "" {
+			cfg.QPUHeartbeatTimeout = Duration(atoi(d))
+		}
 		in, err := New(cfg)
 		if err != nil {
 			return []string{"error: " + err.Error()}
@@ -314,12 +331,33 @@ func (s *scenario) run(line string) (out []string) {
 				hostlist.Format(r.NodeNames), strings.Join(r.Users, ","), r.Killed))
 		}
 		return out
+	case "qsessions":
+		for _, ss := range s.in.QPU().Sessions() {
+			st := "open"
+			if !ss.Open() {
+				st = fmt.Sprintf("closed at %d: %s", ss.Closed/1000, ss.Reason)
+			}
+			out = append(out, fmt.Sprintf("session %s slots=%d vrun=%.3f users=%s %s", ss.Key, ss.Slots, ss.VRun, strings.Join(ss.Users, ","), st))
+		}
+		return out
+	case "qjobs":
+		for _, j := range s.in.QPU().Jobs(nil) {
+			out = append(out, qjobLine(j))
+		}
+		return out
 	case "at":
 		now := Time(atoi(f[1]))
 		s.now = now
 		out = s.at(now, f[2], f[3:])
-		for _, e := range s.in.Ready().Effects {
+		rd := s.in.Ready()
+		for _, e := range rd.Effects {
 			out = append(out, effectLine(e))
+		}
+		for _, a := range rd.QPU.Aborts {
+			out = append(out, fmt.Sprintf("abort qpu job %d on %s", a.Job, a.Executor))
+		}
+		for _, b := range rd.QPU.Wake {
+			out = append(out, b+" has work for an idle executor")
 		}
 		return out
 	}
@@ -420,6 +458,13 @@ func (s *scenario) at(now Time, cmd string, args []string) []string {
 		}
 		if m["overlap"] == "kill" {
 			spec.Overlap = resv.Kill
+		}
+		if q := m["qpu"]; q != "" {
+			spec.Slots = map[string]int{}
+			for _, p := range strings.Split(q, ",") {
+				n, c, _ := strings.Cut(p, ":")
+				spec.Slots[n] = atoi(c)
+			}
 		}
 		who := "admin"
 		if v := m["as"]; v != "" {
@@ -532,6 +577,80 @@ func (s *scenario) at(now Time, cmd string, args []string) []string {
 		return out
 	case "marked":
 		return []string{fmt.Sprintf("marked for %s: %v", pos[0], in.MarkedFor(pos[0]))}
+	case "qsubmit":
+		shots := 0
+		if v := m["shots"]; v != "" {
+			shots = atoi(v)
+		}
+		id, err := in.QPUSubmit(now, actor(pos[0]), pos[1], pos[2], qpu.Job{Name: m["name"], Key: m["key"], Shots: shots})
+		if err != nil {
+			return errOut(err)
+		}
+		return []string{fmt.Sprintf("qpu job %d submitted", id)}
+	case "qcancel":
+		return errOut(in.QPUCancel(now, actor(pos[0]), qpu.JobID(atoi(pos[1]))))
+	case "qregister":
+		return errOut(in.QPURegister(now, pos[0], pos[1]))
+	case "qbeat":
+		job := 0
+		if v := m["job"]; v != "" {
+			job = atoi(v)
+		}
+		abort, err := in.QPUHeartbeat(now, pos[0], pos[1], qpu.JobID(job))
+		if err != nil {
+			return errOut(err)
+		}
+		if abort {
+			return []string{"let go of it"}
+		}
+		return nil
+	case "qpull":
+		t, ok, err := in.QPUPull(now, pos[0], pos[1])
+		if err != nil {
+			return errOut(err)
+		}
+		if !ok {
+			return []string{"no qpu job"}
+		}
+		j, _ := in.QPU().Job(t.Job)
+		return []string{fmt.Sprintf("qpu job %d (%s, %s) to %s, attempt %d", t.Job, j.User, j.Session, pos[0], t.Attempt)}
+	case "qrun":
+		t, ok, err := in.QPUPull(now, pos[0], pos[1])
+		if err != nil || !ok {
+			return append(errOut(err), "no qpu job")
+		}
+		j, _ := in.QPU().Job(t.Job)
+		if err := in.QPUReport(now, pos[0], t.Job, qpu.Outcome{ExecMS: int64(atoi(m["ms"]))}); err != nil {
+			return errOut(err)
+		}
+		return []string{fmt.Sprintf("qpu job %d (%s, %s) ran %sms on %s", t.Job, j.User, j.Session, m["ms"], pos[0])}
+	case "qreport":
+		o := qpu.Outcome{ExecMS: int64(atoi(m["ms"])), Err: m["err"]}
+		return errOut(in.QPUReport(now, pos[0], qpu.JobID(atoi(pos[1])), o))
+	case "qrevoke":
+		who := "admin"
+		if v := m["as"]; v != "" {
+			who = v
+		}
+		ss, err := in.QPURevoke(now, actor(who), pos[0], m["backend"], strings.ReplaceAll(m["reason"], "_", " "))
+		if err != nil {
+			return errOut(err)
+		}
+		var out []string
+		for _, x := range ss {
+			out = append(out, fmt.Sprintf("session %s revoked: %s", x.Key, x.Reason))
+		}
+		return out
+	case "qmaint":
+		who := "admin"
+		if v := m["as"]; v != "" {
+			who = v
+		}
+		b, err := in.QPUMaint(actor(who), pos[0], pos[1] == "on", strings.ReplaceAll(m["reason"], "_", " "))
+		if err != nil {
+			return errOut(err)
+		}
+		return []string{fmt.Sprintf("%s maint=%v", b.Name, b.Maint)}
 	case "rmresv":
 		who := "admin"
 		if v := m["as"]; v != "" {
@@ -540,6 +659,20 @@ func (s *scenario) at(now Time, cmd string, args []string) []string {
 		return errOut(in.RemoveResv(now, actor(who), pos[0]))
 	}
 	return []string{"unknown command " + cmd}
+}
+
+func qjobLine(j qpu.Job) string {
+	s := fmt.Sprintf("qpu job %d %s %s@%s %s", j.ID, j.User, j.Session, j.Backend, j.State)
+	if j.Start != 0 {
+		s += fmt.Sprintf(" start=%d", j.Start/1000)
+	}
+	if j.End != 0 {
+		s += fmt.Sprintf(" end=%d exec=%dms", j.End/1000, j.ExecMS)
+	}
+	if j.Reason != "" {
+		s += ": " + j.Reason
+	}
+	return s
 }
 
 func jobLine(j Job) string {
