@@ -44,7 +44,10 @@
 //
 // KeyValue and Stream open JetStream buckets and streams with
 // Options.Replicas; the broker keeps its users in the bucket strata_users.
-// The Runtime (RunInstances) keeps jobs, reservations and QPU records in
+// The Runtime (RunInstances) is the core's driver: for every request, exit
+// and timer it takes the lock, steps the core with one input value
+// (instance.Step), persists what Ready says changed and then carries out
+// the effects. It keeps jobs, reservations and QPU records in
 // strata_jobs, strata_resvs and strata_qpu, and acknowledges a request only
 // once the records it changed are durable. A job array is written as one
 // record in strata_arrays (all its tasks or none, in one write); a task

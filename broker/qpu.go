@@ -152,10 +152,11 @@ func (r *Runtime) servePulls(backend string) {
 			ps = ps[1:]
 			continue
 		}
-		t, ok, err := r.in.QPUPull(now, p.exec, backend)
-		if err != nil || !ok {
+		o, err := r.in.Step(now, instance.QPUPull{Executor: p.exec, Backend: backend})
+		if err != nil || !o.Pulled {
 			break
 		}
+		t := o.Task
 		ps = ps[1:]
 		p.done = true
 		p.timer.Stop()
@@ -233,11 +234,12 @@ func (r *Runtime) qpuSubmit(ctx context.Context, q Request) (any, error) {
 			}
 			path = instance.JobPath(j.Path, instance.JobID(sr.Job))
 		}
-		id, err := r.in.QPUSubmit(now, actor(q), path, sr.Backend, qpu.Job{Name: sr.Name, Shots: sr.Shots, Key: sr.Key, Payload: sr.Payload})
+		o, err := r.in.Step(now, instance.QPUSubmit{Who: actor(q), Path: path, Backend: sr.Backend,
+			Job: qpu.Job{Name: sr.Name, Shots: sr.Shots, Key: sr.Key, Payload: sr.Payload}})
 		if err != nil {
 			return nil, qpuError(err)
 		}
-		j, _ := r.in.QPU().Job(id)
+		j, _ := r.in.QPU().Job(o.QPUJob)
 		return apiQPUJob(j, false), nil
 	})
 }
@@ -311,7 +313,7 @@ func (r *Runtime) qpuCancel(ctx context.Context, q Request) (any, error) {
 		return nil, err
 	}
 	return r.do(ctx, func(now instance.Time) (any, error) {
-		if err := r.in.QPUCancel(now, actor(q), qpu.JobID(jr.ID)); err != nil {
+		if _, err := r.in.Step(now, instance.QPUCancel{Who: actor(q), Job: qpu.JobID(jr.ID)}); err != nil {
 			return nil, qpuError(err)
 		}
 		j, _ := r.in.QPU().Job(qpu.JobID(jr.ID))
@@ -440,8 +442,8 @@ func (r *Runtime) qpuMaint(ctx context.Context, q Request) (any, error) {
 	if !q.Admin {
 		return nil, api.Errorf(api.CodePermissionDenied, "only administrators may take a QPU backend in or out of service")
 	}
-	return r.do(ctx, func(instance.Time) (any, error) {
-		if _, err := r.in.QPUMaint(actor(q), mr.Backend, mr.On, mr.Reason); err != nil {
+	return r.do(ctx, func(now instance.Time) (any, error) {
+		if _, err := r.in.Step(now, instance.QPUMaint{Who: actor(q), Backend: mr.Backend, On: mr.On, Reason: mr.Reason}); err != nil {
 			return nil, qpuError(err)
 		}
 		for _, b := range r.qpuBackends() {
@@ -465,11 +467,11 @@ func (r *Runtime) qpuRevoke(ctx context.Context, q Request) (any, error) {
 		return nil, err
 	}
 	return r.do(ctx, func(now instance.Time) (any, error) {
-		ss, err := r.in.QPURevoke(now, actor(q), rr.Session, rr.Backend, rr.Reason)
+		o, err := r.in.Step(now, instance.QPURevoke{Who: actor(q), Path: rr.Session, Backend: rr.Backend, Reason: rr.Reason})
 		if err != nil {
 			return nil, qpuError(err)
 		}
-		return apiSession(ss[0]), nil
+		return apiSession(o.Sessions[0]), nil
 	})
 }
 
@@ -641,7 +643,8 @@ func (r *Runtime) execRegister(name string, m micro.Request) {
 		return
 	}
 	_, err := r.do(r.b.ctx, func(now instance.Time) (any, error) {
-		return nil, qpuError(r.in.QPURegister(now, name, h.Backend))
+		_, err := r.in.Step(now, instance.QPURegister{Executor: name, Backend: h.Backend})
+		return nil, qpuError(err)
 	})
 	if err == nil {
 		r.b.log.Info("QPU executor registered", "executor", name, "backend", h.Backend, "sim", h.Sim)
@@ -665,7 +668,8 @@ func (r *Runtime) execPull(name string, m micro.Request) {
 	go func() {
 		var task api.ExecTask
 		_, err := r.do(r.b.ctx, func(now instance.Time) (any, error) {
-			t, ok, err := r.in.QPUPull(now, name, pr.Backend)
+			o, err := r.in.Step(now, instance.QPUPull{Executor: name, Backend: pr.Backend})
+			t, ok := o.Task, o.Pulled
 			if err != nil || ok {
 				task = execTask(t)
 				return nil, qpuError(err)
@@ -705,7 +709,9 @@ func (r *Runtime) execHeartbeat(name string, m micro.Request) {
 	var abort bool
 	_, err := r.do(r.b.ctx, func(now instance.Time) (any, error) {
 		var err error
-		abort, err = r.in.QPUHeartbeat(now, name, hb.Backend, qpu.JobID(hb.Job))
+		var o instance.Output
+		o, err = r.in.Step(now, instance.QPUHeartbeat{Executor: name, Backend: hb.Backend, Job: qpu.JobID(hb.Job)})
+		abort = o.Abort
 		return nil, qpuError(err)
 	})
 	respondExec(m, api.ExecHeartbeatReply{Cancel: abort}, err)
@@ -719,8 +725,9 @@ func (r *Runtime) execResult(name string, m micro.Request) {
 	}
 	go func() {
 		_, err := r.do(r.b.ctx, func(now instance.Time) (any, error) {
-			return nil, qpuError(r.in.QPUReport(now, name, qpu.JobID(rep.Job),
-				qpu.Outcome{ExecMS: rep.ExecMS, Counts: rep.Counts, Log: rep.Log, Err: rep.Error}))
+			_, err := r.in.Step(now, instance.QPUReport{Executor: name, Job: qpu.JobID(rep.Job),
+				Outcome: qpu.Outcome{ExecMS: rep.ExecMS, Counts: rep.Counts, Log: rep.Log, Err: rep.Error}})
+			return nil, qpuError(err)
 		})
 		respondExec(m, api.ExecReportReply{}, err)
 	}()

@@ -361,11 +361,11 @@ func (r *Runtime) restore(ctx context.Context) error {
 		}
 		m := r.meta[j.ID]
 		if m == nil || m.Exec == nil {
-			r.in.Exited(now, j.ID, instance.Exit{Lost: true, Err: "the broker stopped before the job's processes were recorded"})
+			r.exited(now, j.ID, instance.Exit{Lost: true, Err: "the broker stopped before the job's processes were recorded"})
 			continue
 		}
 		if err := r.exec.Adopt(*m.Exec); err != nil {
-			r.in.Exited(now, j.ID, instance.Exit{Lost: true, Err: "cannot adopt its processes: " + err.Error()})
+			r.exited(now, j.ID, instance.Exit{Lost: true, Err: "cannot adopt its processes: " + err.Error()})
 			continue
 		}
 		adopted++
@@ -716,7 +716,7 @@ func (r *Runtime) startJob(e instance.Effect) {
 	j, _ := r.in.Job(e.Job)
 	m := r.meta[e.Job]
 	if m == nil {
-		r.in.Exited(r.now(), e.Job, instance.Exit{Err: "the broker has no command for it"})
+		r.exited(r.now(), e.Job, instance.Exit{Err: "the broker has no command for it"})
 		return
 	}
 	uriPath := e.Path
@@ -802,7 +802,7 @@ func (r *Runtime) start(t *startTask) output {
 	}
 	switch {
 	case err != nil:
-		r.in.Exited(r.now(), t.job, instance.Exit{Err: strings.TrimPrefix(err.Error(), "executor: ")})
+		r.exited(r.now(), t.job, instance.Exit{Err: strings.TrimPrefix(err.Error(), "executor: ")})
 	case t.exited:
 		// Gone already: its exit is applied and persisted.
 	default:
@@ -825,6 +825,15 @@ func sortedEnv(m map[string]string) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// exited steps the core with the exit of a job whose processes are gone
+// (lost, or never started). One whose record says it is not running any
+// more needs nothing: the error is logged, not returned.
+func (r *Runtime) exited(now instance.Time, id instance.JobID, e instance.Exit) {
+	if _, err := r.in.Step(now, instance.Exited{Job: id, Exit: e}); err != nil {
+		r.b.log.Warn("exit not applied", "job", id, "err", err)
+	}
 }
 
 // arm sets the timer for the core's next wake.
@@ -852,7 +861,9 @@ func (r *Runtime) tick() {
 		return
 	}
 	r.wakeAt = 0
-	r.in.Tick(r.now())
+	if _, err := r.in.Step(r.now(), instance.Tick{}); err != nil {
+		panic(fmt.Sprintf("broker: a tick failed: %v", err)) // a Tick cannot fail
+	}
 	r.apply()
 	out := r.output()
 	r.mu.Unlock()
@@ -894,7 +905,7 @@ func (r *Runtime) reapExits() {
 			id := instance.JobID(n)
 			early := !r.signalled[id] && x.Signal == "" && !x.Lost
 			delete(r.signalled, id)
-			err = r.in.Exited(now, id, instance.Exit{Code: x.ExitCode, Signal: x.Signal, Lost: x.Lost, Err: x.Err, BeforeWalltime: early})
+			_, err = r.in.Step(now, instance.Exited{Job: id, Exit: instance.Exit{Code: x.ExitCode, Signal: x.Signal, Lost: x.Lost, Err: x.Err, BeforeWalltime: early}})
 			if err != nil {
 				r.b.log.Warn("exit not applied", "job", n, "err", err)
 			} else if t := r.starting[id]; t != nil {

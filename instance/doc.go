@@ -4,10 +4,14 @@
 //
 // # Inputs and outputs
 //
-// Every input is a method call that carries the current time: Submit,
-// Cancel, Update, Exited, Tick, AddResv, RemoveResv, and the QPU inputs
-// (QPUSubmit, QPUCancel, QPURevoke, QPUMaint, and the executors' QPUPull,
-// QPUHeartbeat, QPUReport). An input either fails,
+// Every input is a value of the closed set Input (Submit, Cancel,
+// UpdateJob, Exited, Tick, AddResv, RemoveResv, ..., and the QPU inputs:
+// QPUSubmit, QPUCancel, QPURevoke, QPUMaint, and the executors' QPUPull,
+// QPUHeartbeat, QPUReport), applied with the current time by Step, the one
+// entry point that the broker, the simulator and the scenario tests all
+// drive; so a driver can log its inputs and replay them into a fresh tree
+// to get the same state (TestStepReplay). Each input is also a method of
+// the same name, which Step calls. An input either fails,
 // changing nothing, or is applied in full and followed by a scheduling pass.
 // What the runtime must do as a result accumulates as Effects (start job J
 // on nodes N, signal J, start or stop a child instance) together with the

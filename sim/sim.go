@@ -197,7 +197,7 @@ func Run(jobs []swf.SimJob, units int, cfg Config) (Result, error) {
 			if o.Start <= origin {
 				return res, fmt.Errorf("sim: --resv %q: an occurrence starts at the trace start or before; use start=+DURATION", s)
 			}
-			if _, err := in.AddResv(origin, admin, o); err != nil {
+			if _, err := in.Step(origin, instance.AddResv{Who: admin, Spec: o}); err != nil {
 				return res, fmt.Errorf("sim: --resv %q: %v", s, err)
 			}
 			res.Resvs++
@@ -263,7 +263,7 @@ func (r *replay) loop() error {
 		}
 		for len(r.qcomp) > 0 && r.qcomp[0].t == now {
 			c := heap.Pop(&r.qcomp).(qpuCompletion)
-			if err := r.in.QPUReport(now, c.backend, c.job, qpu.Outcome{ExecMS: r.qms[c.job]}); err != nil {
+			if _, err := r.in.Step(now, instance.QPUReport{Executor: c.backend, Job: c.job, Outcome: qpu.Outcome{ExecMS: r.qms[c.job]}}); err != nil {
 				return fmt.Errorf("sim: QPU job %d: %v", c.job, err)
 			}
 			delete(r.qms, c.job)
@@ -275,7 +275,7 @@ func (r *replay) loop() error {
 		for len(r.comp) > 0 && r.comp[0].t == now {
 			c := heap.Pop(&r.comp).(completion)
 			if _, running := r.idx[c.id]; running {
-				if err := r.in.Exited(now, c.id, instance.Exit{Code: 0}); err != nil {
+				if _, err := r.in.Step(now, instance.Exited{Job: c.id, Exit: instance.Exit{Code: 0}}); err != nil {
 					return err
 				}
 				r.ended(now, c.id)
@@ -293,7 +293,9 @@ func (r *replay) loop() error {
 				return err
 			}
 		}
-		r.in.Tick(now)
+		if _, err := r.in.Step(now, instance.Tick{}); err != nil {
+			return err
+		}
 		if err := r.drain(now); err != nil {
 			return err
 		}
@@ -320,11 +322,11 @@ func (r *replay) submit(now instance.Time, i int) error {
 	if h, ok := r.cfg.Hybrid[j.ID]; ok {
 		spec.Slots = map[string]int{h.Backend: h.Slots}
 	}
-	id, err := r.in.Submit(now, instance.Actor{User: simUser(j)}, "root", spec)
+	o, err := r.in.Step(now, instance.Submit{Who: instance.Actor{User: simUser(j)}, Path: "root", Spec: spec})
 	if err != nil {
 		return fmt.Errorf("sim: trace job %d: %v", j.ID, err)
 	}
-	r.idx[id] = int32(i)
+	r.idx[o.Job] = int32(i)
 	return nil
 }
 
@@ -366,7 +368,7 @@ func (r *replay) drain(now instance.Time) error {
 				}
 			case instance.SignalJob:
 				if r.end[i] == 0 && e.Signal == syscall.SIGTERM {
-					if err := r.in.Exited(now, e.Job, instance.Exit{Signal: "SIGTERM"}); err != nil {
+					if _, err := r.in.Step(now, instance.Exited{Job: e.Job, Exit: instance.Exit{Signal: "SIGTERM"}}); err != nil {
 						return err
 					}
 					r.ended(now, e.Job)
@@ -387,11 +389,11 @@ func (r *replay) submitQPU(now instance.Time, e instance.Effect, j swf.SimJob) e
 	}
 	path := instance.JobPath(e.Path, e.Job)
 	for range h.QPUJobs {
-		id, err := r.in.QPUSubmit(now, instance.Actor{User: simUser(j)}, path, h.Backend, qpu.Job{Shots: h.Shots})
+		o, err := r.in.Step(now, instance.QPUSubmit{Who: instance.Actor{User: simUser(j)}, Path: path, Backend: h.Backend, Job: qpu.Job{Shots: h.Shots}})
 		if err != nil {
 			return fmt.Errorf("sim: trace job %d: QPU job: %v", j.ID, err)
 		}
-		r.qms[id] = h.MS
+		r.qms[o.QPUJob] = h.MS
 	}
 	return nil
 }
@@ -401,10 +403,11 @@ func (r *replay) submitQPU(now instance.Time, e instance.Effect, j swf.SimJob) e
 // seconds, the core's clock.
 func (r *replay) pullQPU(now instance.Time, backend string) error {
 	for r.devBusy[backend] == 0 {
-		t, ok, err := r.in.QPUPull(now, backend, backend)
-		if err != nil || !ok {
+		o, err := r.in.Step(now, instance.QPUPull{Executor: backend, Backend: backend})
+		if err != nil || !o.Pulled {
 			return err
 		}
+		t := o.Task
 		r.devBusy[backend]++
 		heap.Push(&r.qcomp, qpuCompletion{t: now + instance.Time(max(1, (r.qms[t.Job]+999)/1000)), job: t.Job, backend: backend})
 	}
@@ -466,7 +469,9 @@ func (r *replay) ended(now instance.Time, id instance.JobID) {
 	// The replay keeps its own per-job results: the core may drop the
 	// records of ended jobs, so memory follows the live jobs, not the trace.
 	if r.done%4096 == 0 {
-		r.in.Forget(now + 1)
+		if _, err := r.in.Step(now, instance.Forget{Before: now + 1}); err != nil {
+			panic(fmt.Sprintf("sim: forgetting ended jobs failed: %v", err))
+		}
 	}
 }
 
