@@ -160,6 +160,12 @@ type Job struct {
 	ArrayTask  int   `json:"array_task,omitempty"`
 	ArrayCount int   `json:"array_count,omitempty"`
 	ArrayLimit int   `json:"array_limit,omitempty"`
+
+	// CPUTime (seconds, user plus system) and MaxRSS (bytes) are what the
+	// job's processes used, measured by the executor at the job's end
+	// (from the job's cgroup where it has one); 0 when unknown.
+	CPUTime float64 `json:"cpu_s,omitempty"`
+	MaxRSS  int64   `json:"max_rss,omitempty"`
 }
 
 // SubmitRequest asks for a new job.

@@ -27,7 +27,7 @@ func (x *specExec) Start(s executor.Spec) (executor.Record, error) {
 	x.mu.Lock()
 	x.specs[s.ID] = s
 	x.mu.Unlock()
-	x.exits <- executor.Exit{ID: s.ID, StartedAt: time.Now(), EndedAt: time.Now()}
+	x.exits <- executor.Exit{ID: s.ID, StartedAt: time.Now(), EndedAt: time.Now(), CPU: 1500 * time.Millisecond, MaxRSS: 3 << 20}
 	return executor.Record{ID: s.ID, PID: 4242, PGID: 4242, StartedAt: time.Now()}, nil
 }
 func (x *specExec) Signal(string, syscall.Signal) error { return nil }
@@ -94,6 +94,20 @@ func TestRuntimeRunsJobsAsAccounts(t *testing.T) {
 			for j, acct := range want {
 				if got := x.spec(t, j.ID).User; got != acct {
 					t.Errorf("job %d of %s runs as %q, want %q", j.ID, j.User, got, acct)
+				}
+			}
+			// The usage the executor measured reaches 'job show'.
+			for j := range want {
+				var got api.Job
+				cl := bob
+				if j.User == "alice" {
+					cl = alice
+				}
+				if err := cl.Call(ctx, api.OpWait, api.WaitRequest{ID: j.ID, TimeoutMS: 10000}, &got); err != nil {
+					t.Fatal(err)
+				}
+				if got.CPUTime != 1.5 || got.MaxRSS != 3<<20 {
+					t.Errorf("job %d: %s, cpu %vs, max rss %d; want 1.5s and 3 MiB", j.ID, got.State, got.CPUTime, got.MaxRSS)
 				}
 			}
 			// A new credential keeps the account unless --unix is given.

@@ -930,6 +930,7 @@ func (r *Runtime) reapExits() {
 			}
 			if m := r.meta[id]; m != nil {
 				m.Exec = nil
+				m.CPU, m.MaxRSS = x.CPU.Microseconds(), x.MaxRSS
 			}
 			ids = append(ids, x.ID)
 		}
@@ -1066,6 +1067,7 @@ func (r *Runtime) apiJob(j instance.Job) api.Job {
 	if m := r.meta[j.ID]; m != nil {
 		out.Command, out.Cwd = m.Command, m.Cwd
 		out.NTasks, out.Nice = m.NTasks, m.Nice
+		out.CPUTime, out.MaxRSS = float64(m.CPU)/1e6, m.MaxRSS
 	}
 	out.Singleton = j.Spec.Singleton
 	if a := j.Spec.Array; a.Job != 0 {
