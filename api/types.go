@@ -160,6 +160,12 @@ type Job struct {
 	ArrayTask  int   `json:"array_task,omitempty"`
 	ArrayCount int   `json:"array_count,omitempty"`
 	ArrayLimit int   `json:"array_limit,omitempty"`
+
+	// CPUTime (seconds, user plus system) and MaxRSS (bytes) are what the
+	// job's processes used, measured by the executor at the job's end
+	// (from the job's cgroup where it has one); 0 when unknown.
+	CPUTime float64 `json:"cpu_s,omitempty"`
+	MaxRSS  int64   `json:"max_rss,omitempty"`
 }
 
 // SubmitRequest asks for a new job.
@@ -423,6 +429,10 @@ type UserAddRequest struct {
 	// ExpiresS, when not 0, makes the credentials stop working that many
 	// seconds after they are issued (at most MaxCredsLife).
 	ExpiresS int64 `json:"expires_s,omitempty"`
+	// Unix is the Unix account the user's jobs run as (see
+	// ValidateUnixAccount); empty keeps the one recorded, or the user's
+	// own name for a new user.
+	Unix string `json:"unix,omitempty"`
 }
 
 // UserAddReply carries the new user's credentials: the text of a NATS .creds
@@ -432,6 +442,8 @@ type UserAddReply struct {
 	Admin   bool      `json:"admin"`
 	Creds   string    `json:"creds"`
 	Expires time.Time `json:"expires,omitzero"`
+	// Unix is the Unix account the user's jobs run as.
+	Unix string `json:"unix,omitempty"`
 }
 
 // User is a user known to the broker. Credentials are never stored.
@@ -445,6 +457,10 @@ type User struct {
 	Key string `json:"key,omitempty"`
 	// Expires is when the current credentials stop working (zero: never).
 	Expires time.Time `json:"expires,omitzero"`
+	// Unix is the Unix account the user's jobs run as: by default the
+	// user's own name, or what 'strata user add NAME --unix ACCOUNT'
+	// recorded.
+	Unix string `json:"unix,omitempty"`
 }
 
 // The roles of users (User.Role).

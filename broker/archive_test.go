@@ -23,7 +23,7 @@ func archiveRuntime(t *testing.T, dir string, keep time.Duration) (*broker.Broke
 	t.Helper()
 	b := startBroker(t, dir)
 	nodes, _ := hostlist.Parse("n[0-3]")
-	rt, err := b.RunInstances(broker.Resources{Nodes: nodes, Policy: instance.EASY, KillGrace: 500 * time.Millisecond, KeepFinished: keep})
+	rt, err := b.RunInstances(broker.Resources{RunAsSelf: true, AllowRootJobs: true, Nodes: nodes, Policy: instance.EASY, KillGrace: 500 * time.Millisecond, KeepFinished: keep})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,7 +65,7 @@ type identity struct {
 // key is missing, and an error when another is.
 func loadIdentity(dir string, create bool) (*identity, error) {
 	if create {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
+		if err := privateDir(dir); err != nil {
 			return nil, fmt.Errorf("broker: keys: %w", err)
 		}
 	} else if _, err := os.Stat(filepath.Join(dir, accountFile)); errors.Is(err, fs.ErrNotExist) {

@@ -1,8 +1,8 @@
 package broker
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -53,6 +53,7 @@ type Broker struct {
 	state    int                  // stateNew, stateRunning, stateClosing, stateClosed
 	admins   map[string]bool      // configured: AdminUser and Options.Admins
 	granted  map[string]bool      // users recorded with admin rights (kept current by watchUsers)
+	unix     map[string]string    // users' recorded Unix accounts, where not their name (kept current by watchUsers)
 	revoked  map[string]int64     // revoked user keys → when (see revoke.go)
 	load     map[string]*userLoad // requests in the broker, by user (see limits.go)
 	bg       sync.WaitGroup       // background goroutines (the users watcher)
@@ -79,7 +80,7 @@ func New(opts Options) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(o.StateDir, 0o700); err != nil {
+	if err := privateDir(o.StateDir); err != nil {
 		return nil, fmt.Errorf("broker: state dir: %w", err)
 	}
 	lock, err := lockState(o.StateDir)
@@ -114,6 +115,7 @@ func New(opts Options) (*Broker, error) {
 		refusedLog: logLimiter{period: refusedLogPeriod, burst: refusedLogBurst},
 		admins:     admins,
 		granted:    map[string]bool{},
+		unix:       map[string]string{},
 		revoked:    map[string]int64{},
 		load:       map[string]*userLoad{},
 		services:   map[string]*Service{},
@@ -340,13 +342,10 @@ func (b *Broker) AddUser(ctx context.Context, req api.UserAddRequest) (api.UserA
 	if req.ExpiresS > 0 {
 		expires = now.Add(time.Duration(req.ExpiresS) * time.Second)
 	}
-	creds, key, err := b.id.mintKey(grant{role: api.RoleUser, name: req.Name, admin: admin, expires: expires})
-	if err != nil {
-		return api.UserAddReply{}, err
-	}
-	rec, err := json.Marshal(userRecord{V: userRecordVersion, Name: req.Name, Admin: req.Admin || req.Name == AdminUser, Created: now, Key: key, Expires: expires})
-	if err != nil {
-		return api.UserAddReply{}, fmt.Errorf("broker: encode user %s: %w", req.Name, err)
+	if req.Unix != "" {
+		if err := api.ValidateUnixAccount(req.Unix); err != nil {
+			return api.UserAddReply{}, err
+		}
 	}
 	var old userRecord
 	if req.Force {
@@ -356,6 +355,25 @@ func (b *Broker) AddUser(ctx context.Context, req api.UserAddRequest) (api.UserA
 				b.log.Warn("bad user record", "user", req.Name, "err", uErr)
 			}
 		}
+	}
+	// The Unix account is kept across new credentials unless given;
+	// one equal to the name is recorded as the default it is.
+	account := old.Unix
+	if req.Unix != "" {
+		account = req.Unix
+	}
+	if account == req.Name {
+		account = ""
+	}
+	creds, key, err := b.id.mintKey(grant{role: api.RoleUser, name: req.Name, admin: admin, expires: expires})
+	if err != nil {
+		return api.UserAddReply{}, err
+	}
+	rec, err := store.EncodeUser(userRecord{Name: req.Name, Admin: req.Admin || req.Name == AdminUser, Created: now, Key: key, Expires: expires, Unix: account})
+	if err != nil {
+		return api.UserAddReply{}, fmt.Errorf("broker: %w", err)
+	}
+	if req.Force {
 		_, err = b.kv.Put(ctx, req.Name, rec)
 	} else {
 		_, err = b.kv.Create(ctx, req.Name, rec)
@@ -368,6 +386,7 @@ func (b *Broker) AddUser(ctx context.Context, req api.UserAddRequest) (api.UserA
 	}
 	b.mu.Lock()
 	b.granted[req.Name] = req.Admin
+	b.setUnixLocked(req.Name, account)
 	b.mu.Unlock()
 	// New credentials (and so any change of role) revoke the old ones: a
 	// demoted admin loses $SRV.> at once.
@@ -376,7 +395,7 @@ func (b *Broker) AddUser(ctx context.Context, req api.UserAddRequest) (api.UserA
 			return api.UserAddReply{}, err
 		}
 	}
-	return api.UserAddReply{Name: req.Name, Admin: admin, Creds: string(creds), Expires: expires}, nil
+	return api.UserAddReply{Name: req.Name, Admin: admin, Creds: string(creds), Expires: expires, Unix: cmp.Or(account, req.Name)}, nil
 }
 
 // Users returns the users recorded in the users bucket, by name.
@@ -444,6 +463,7 @@ func (b *Broker) watchUsers(ctx context.Context) error {
 			}
 			b.mu.Lock()
 			b.granted[e.Key()] = u.Admin
+			b.setUnixLocked(e.Key(), u.Unix)
 			b.mu.Unlock()
 		}
 	}()

@@ -129,7 +129,7 @@ func TestDiskFull(t *testing.T) {
 		o.Logger = slog.New(slog.NewTextHandler(lockedWriter{&logMu, &log}, nil))
 	})
 	nodes, _ := hostlist.Parse("n[0-3]")
-	rt2, err := b2.RunInstances(broker.Resources{Nodes: nodes, Policy: instance.EASY})
+	rt2, err := b2.RunInstances(broker.Resources{RunAsSelf: true, AllowRootJobs: true, Nodes: nodes, Policy: instance.EASY})
 	if err != nil {
 		t.Fatalf("restart after the disk was freed: %v", err)
 	}

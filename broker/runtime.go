@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -62,6 +63,15 @@ type Resources struct {
 	// bounds how many ended jobs stay live: the oldest go first.
 	KeepFinished    time.Duration
 	KeepFinishedMax int
+	// RunAsSelf runs every job as the broker's own Unix account, not as
+	// its user's: for single-user installs, demos and tests. By default
+	// a job runs as its owner's Unix account (their name, or the account
+	// recorded by 'strata user add NAME --unix ACCOUNT').
+	RunAsSelf bool
+	// AllowRootJobs lets jobs run as root (executor.LocalOptions.AllowRoot):
+	// a broker running as root needs it with RunAsSelf, and to run users
+	// mapped to a uid-0 account.
+	AllowRootJobs bool
 }
 
 // Runtime hosts the scheduling core in the broker. Every input (a request,
@@ -189,8 +199,11 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 	if res.KillGrace < 0 {
 		return nil, fmt.Errorf("broker: kill grace %s is negative", res.KillGrace)
 	}
+	if res.RunAsSelf && !res.AllowRootJobs && os.Geteuid() == 0 {
+		return nil, fmt.Errorf("broker: running every job as the broker's own account (run as self) while the broker runs as root would run them as root: allow it explicitly (--allow-root-jobs), or run the broker as an ordinary user")
+	}
 	if res.Executor == nil {
-		ex, err := executor.NewLocal(executor.LocalOptions{StateDir: b.opts.StateDir + "/executor"})
+		ex, err := executor.NewLocal(executor.LocalOptions{StateDir: b.opts.StateDir + "/executor", AllowRoot: res.AllowRootJobs, Logger: b.log})
 		if err != nil {
 			return nil, err
 		}
@@ -742,8 +755,12 @@ func (r *Runtime) startJob(e instance.Effect) {
 		base = append(base, envArrayJob+"="+strconv.FormatInt(int64(a.Job), 10),
 			envArrayTask+"="+strconv.Itoa(a.Task), envArrayCount+"="+strconv.Itoa(a.Count))
 	}
+	account := ""
+	if !r.res.RunAsSelf {
+		account = r.b.unixAccount(j.Spec.User)
+	}
 	t := &startTask{job: e.Job, spec: executor.Spec{
-		ID: id, Argv: m.Command, Dir: m.Cwd,
+		ID: id, Argv: m.Command, Dir: m.Cwd, User: account,
 		Env:    executor.JobEnv(base, r.b.URI(uriPath), id, hostlist.Format(e.Nodes), len(e.Nodes)),
 		Stdout: executor.ExpandPath(m.Stdout, m.Cwd, vars),
 		Stderr: executor.ExpandPath(m.Stderr, m.Cwd, vars),
@@ -913,6 +930,7 @@ func (r *Runtime) reapExits() {
 			}
 			if m := r.meta[id]; m != nil {
 				m.Exec = nil
+				m.CPU, m.MaxRSS = x.CPU.Microseconds(), x.MaxRSS
 			}
 			ids = append(ids, x.ID)
 		}
@@ -1049,6 +1067,7 @@ func (r *Runtime) apiJob(j instance.Job) api.Job {
 	if m := r.meta[j.ID]; m != nil {
 		out.Command, out.Cwd = m.Command, m.Cwd
 		out.NTasks, out.Nice = m.NTasks, m.Nice
+		out.CPUTime, out.MaxRSS = float64(m.CPU)/1e6, m.MaxRSS
 	}
 	out.Singleton = j.Spec.Singleton
 	if a := j.Spec.Array; a.Job != 0 {

@@ -48,7 +48,7 @@ func benchRuntime(b *testing.B, nodes string, clients int, ex executor.Executor)
 	if err != nil {
 		b.Fatal(err)
 	}
-	rt, err := br.RunInstances(broker.Resources{Nodes: names, Policy: instance.EASY, KillGrace: time.Second, Executor: ex})
+	rt, err := br.RunInstances(broker.Resources{RunAsSelf: true, AllowRootJobs: true, Nodes: names, Policy: instance.EASY, KillGrace: time.Second, Executor: ex})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -229,7 +229,7 @@ func fill(v reflect.Value, seed *int) {
 	}
 }
 
-// TestRoundTripEveryField: a job and a reservation with every exported
+// TestRoundTripEveryField: a job, a reservation, a user and QPU records with every exported
 // field set come back equal. A field added to the core without a place
 // in the schema fails here.
 func TestRoundTripEveryField(t *testing.T) {
@@ -270,6 +270,17 @@ func TestRoundTripEveryField(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, rv) {
 		t.Errorf("reservation round trip:\n got %+v\nwant %+v", got, rv)
+	}
+
+	var u User
+	fill(reflect.ValueOf(&u).Elem(), &seed)
+	u.V, u.Name = Version, "alice"
+	data, err = EncodeUser(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gu, err := DecodeUser("alice", data); err != nil || !reflect.DeepEqual(gu, u) {
+		t.Errorf("user round trip: %v\n got %+v\nwant %+v", err, gu, u)
 	}
 
 	var qj qpu.Job

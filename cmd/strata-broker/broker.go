@@ -57,6 +57,8 @@ func brokerCommand() *cli.Command {
 				&cli.IntFlag{Name: "keep-finished-max", Usage: "at most this many ended jobs stay live; the oldest move to the archive first (0: no bound)"},
 				&cli.StringFlag{Name: "private-data", Value: "jobs", Usage: "what users see only of their own, like Slurm's PrivateData: jobs (others' jobs are not listed, and show on nodes and in gantt without ID or owner) or none (every user sees every job)"},
 				&cli.StringSliceFlag{Name: "admin", Usage: "a user with administrator rights (repeatable; 'admin' always is one)"},
+				&cli.BoolFlag{Name: "run-as-self", Usage: "run every job as the broker's own Unix account, not as its user's (single-user installs, tests; as root it needs --allow-root-jobs too)"},
+				&cli.BoolFlag{Name: "allow-root-jobs", Usage: "let jobs run as root: with --run-as-self when the broker runs as root, or for users mapped to a uid-0 account"},
 				&cli.BoolFlag{Name: "debug", Usage: "log debug messages"},
 				&cli.StringFlag{Name: "config", Usage: "a JSON file of flag values, e.g. {\"nodes\": \"node[0-63]\", \"qpu\": [\"qpu0:4\"], \"policy\": \"conservative\"}; flags on the command line win"},
 			},
@@ -134,9 +136,13 @@ func runBroker(c *cli.Context) error {
 		DefaultWalltime: durs["default-walltime"], MaxWalltime: durs["max-walltime"], KillGrace: durs["kill-grace"],
 		QPUConcurrency: devices, QPUHeartbeat: durs["qpu-heartbeat"],
 		KeepFinished: durs["keep-finished"], KeepFinishedMax: c.Int("keep-finished-max"),
+		RunAsSelf: c.Bool("run-as-self"), AllowRootJobs: c.Bool("allow-root-jobs"),
 	})
 	if err != nil {
 		b.Shutdown()
+		if c.Bool("run-as-self") && !c.Bool("allow-root-jobs") && os.Geteuid() == 0 {
+			return cliapp.UsageErr(fmt.Errorf("--run-as-self as root would run every job as root: add --allow-root-jobs to mean it, or run the broker as an ordinary user"))
+		}
 		return err
 	}
 	ctx, stopSims := context.WithCancel(context.Background())

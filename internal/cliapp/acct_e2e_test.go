@@ -29,7 +29,7 @@ func (b *e2eBroker) restart(args ...string) {
 		b.t.Fatal(err)
 	}
 	addr := strings.TrimSuffix(strings.TrimPrefix(b.uri, "strata://"), "/root")
-	b.cmd = exec.Command(e2eBin, append([]string{"broker", "start", "--listen", addr, "--state-dir", b.state}, args...)...)
+	b.cmd = exec.Command(e2eBin, append([]string{"broker", "start", "--listen", addr, "--state-dir", b.state}, selfArgs(args)...)...)
 	b.cmd.Stdout, b.cmd.Stderr = logf, logf
 	if err := b.cmd.Start(); err != nil {
 		b.t.Fatal(err)

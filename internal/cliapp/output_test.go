@@ -67,7 +67,7 @@ func TestPrintJob(t *testing.T) {
 		ID: 7, User: "alice", Name: "sim", State: api.JobFailed, Reason: "exited with code 3",
 		Nodes: "node[0-1]", NNodes: 2, Walltime: 5400,
 		SubmitTime: testNow, StartTime: testNow.Add(time.Second), EndTime: testNow.Add(time.Minute),
-		ExitCode: &code, Command: []string{"sh", "-c", "echo 'hi'; exit 3"}, Cwd: "/work",
+		ExitCode: &code, Command: []string{"sh", "-c", "echo 'hi'; exit 3"}, Cwd: "/work", CPUTime: 1.5, MaxRSS: 3 << 20,
 		QPU: map[string]int{"qpu1": 1, "qpu0": 2}, Requeue: true,
 		Dependencies: []api.Dependency{{Type: api.AfterOK, Job: 5}, {Type: api.AfterAny, Job: 6}},
 		Events: []api.JobEvent{
@@ -84,6 +84,7 @@ func TestPrintJob(t *testing.T) {
 		"walltime:", "1h30m (5400s)", "submit_time:", "start_time:", "end_time:", "exit_code:", " 3\n",
 		"resv:", "planned_start:", "command:", `sh -c 'echo '\''hi'\''; exit 3'`, "cwd:", "/work",
 		"qpu:", "qpu0:2,qpu1:1", "requeue:", "true", "hold:", "false", "begin_time:", "dependencies:", "afterok:5,afterany:6", "uri:",
+		"cpu_time:", "1.500s", "max_rss:", "3.0 MiB",
 		"events:\n",
 	} {
 		if !strings.Contains(got, want) {
