@@ -95,13 +95,11 @@ func (r *Runtime) sweepHistory(ctx context.Context) (int, error) {
 	r.mu.Lock()
 	var gone []historyMove
 	for _, m := range moves {
-		var err error
+		var in instance.Input = instance.ForgetQPUJob{Job: m.qpuID}
 		if m.resv != "" {
-			err = r.in.ForgetResv(m.resv)
-		} else {
-			err = r.qp.s.Forget(m.qpuID)
+			in = instance.ForgetResv{Name: m.resv}
 		}
-		if err == nil {
+		if _, err := r.in.Step(r.now(), in); err == nil {
 			gone = append(gone, m)
 		}
 	}
@@ -164,7 +162,7 @@ func (r *Runtime) historyMoves(a *archiver) ([]historyMove, error) {
 	}
 
 	qcut := qpu.Time(int64(cutoff) * 1000)
-	qjobs := r.qp.s.Jobs(func(j *qpu.Job) bool { return j.State.Final() && !j.OnDevice })
+	qjobs := r.in.QPU().Jobs(func(j *qpu.Job) bool { return j.State.Final() && !j.OnDevice })
 	sort.SliceStable(qjobs, func(x, y int) bool { return qjobs[x].End < qjobs[y].End })
 	for i, j := range qjobs {
 		if j.End >= qcut && !over(i, len(qjobs)) {

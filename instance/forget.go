@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/strata-hpc/strata/qpu"
 	"github.com/strata-hpc/strata/resv"
 )
 
@@ -111,3 +112,7 @@ func (in *Instance) ForgetResv(name string) error {
 	}
 	return nil
 }
+
+// ForgetQPUJob drops the record of ended QPU job id, once the broker has
+// archived it (see qpu.Scheduler.Forget).
+func (in *Instance) ForgetQPUJob(id qpu.JobID) error { return in.sh.qpu.Forget(id) }
