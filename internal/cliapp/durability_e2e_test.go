@@ -39,6 +39,10 @@ func TestAckedSurvivesSIGKILL(t *testing.T) {
 	port := freePort(t)
 	args := []string{"--nodes", "n[0-3]", "--qpu", "qpu0:4"}
 	p := startBrokerProc(t, dir, port, args...)
+	// Before the broker is killed (cleanups run last first): end every
+	// job, so that no job outlives the test in its keeper, also when a
+	// round fails.
+	t.Cleanup(func() { cancelEvery(p.uri, dir) })
 	admin := filepath.Join(dir, "admin.creds")
 	work := t.TempDir()
 	ctx := context.Background()
@@ -164,6 +168,7 @@ func TestAckedSurvivesSIGKILL(t *testing.T) {
 		}
 
 		p = startBrokerProc(t, dir, port, args...)
+		t.Cleanup(func() { cancelEvery(p.uri, dir) }) // before this broker's kill
 		c := dial()
 		lost := 0
 		lose := func(format string, a ...any) {
@@ -246,5 +251,28 @@ func TestBrokerSyncFlag(t *testing.T) {
 	var j api.Job
 	if err := c.Call(context.Background(), api.OpSubmit, api.SubmitRequest{Nodes: 1, Walltime: 10, Hold: true, Command: []string{"true"}, Cwd: "/"}, &j); err != nil {
 		t.Fatalf("a submission to a broker with --sync always: %v", err)
+	}
+}
+
+// cancelEvery cancels every live job of the broker at uri (state dir dir)
+// and waits a little for them to end; errors are ignored: the broker may
+// be gone already.
+func cancelEvery(uri, dir string) {
+	c, err := client.Dial(uri, client.WithCreds(filepath.Join(dir, "admin.creds")), client.WithTimeout(5*time.Second))
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	ctx := context.Background()
+	var jl api.JobsReply
+	if err := c.Call(ctx, api.OpJobs, api.JobsRequest{User: "*"}, &jl); err != nil {
+		return
+	}
+	for _, j := range jl.Jobs {
+		c.Call(ctx, api.OpCancel, api.CancelRequest{ID: j.ID}, nil)
+	}
+	for _, j := range jl.Jobs {
+		var done api.Job
+		c.Call(ctx, api.OpWait, api.WaitRequest{ID: j.ID, TimeoutMS: 3000}, &done)
 	}
 }

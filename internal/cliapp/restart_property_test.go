@@ -58,8 +58,14 @@ func TestRestartProperty(t *testing.T) {
 	}
 	dir := t.TempDir()
 	port := freePort(t)
-	args := []string{"--nodes", "n[0-7]", "--qpu", "qpu0:4", "--kill-grace", "1s"}
+	// 8 slots: the running jobs of a round (at most one per node, one
+	// node the victim's) hold at most 7, and the DAT needs one.
+	args := []string{"--nodes", "n[0-7]", "--qpu", "qpu0:8", "--kill-grace", "1s"}
 	p := startBrokerProc(t, dir, port, args...)
+	// Before the broker is killed (cleanups run last first): end every
+	// job, so that no job outlives the test in its keeper, also when a
+	// round fails.
+	t.Cleanup(func() { cancelEvery(p.uri, dir) })
 	work := t.TempDir()
 	b := &cliBroker{t: t, bin: strataBinary(t), dir: dir, work: work, tmp: t.TempDir(), uri: p.uri}
 	b.must("admin", "user", "add", "alice", "-o", b.creds("alice"))
@@ -90,6 +96,7 @@ func TestRestartProperty(t *testing.T) {
 		}
 		p.cmd.Wait()
 		p = startBrokerProc(t, dir, port, args...)
+		t.Cleanup(func() { cancelEvery(p.uri, dir) }) // before this broker's kill
 		b.uri = p.uri
 		after := snapshot(t, b)
 		win := restartWindow{from, time.Now()}
@@ -553,8 +560,8 @@ func (w *workload) checkQPU(before state) error {
 			if ended && got.State == api.QPUCompleted && (got.Result == nil || len(got.Result.Counts) == 0) {
 				return fmt.Errorf("QPU job %d completed after the restart without counts: %+v", q.ID, got)
 			}
-			if ended && got.State != api.QPUCompleted && !strings.Contains(got.Reason, "session") {
-				return fmt.Errorf("QPU job %d, %s before the stop, ended %s after it (%s), though its session did not end", q.ID, q.State, got.State, got.Reason)
+			if ended && got.State != api.QPUCompleted && !w.sessionEnded(c, got.Session) {
+				return fmt.Errorf("QPU job %d, %s before the stop, ended %s after it (%s), though its session %s did not end", q.ID, q.State, got.State, got.Reason, got.Session)
 			}
 			if ended {
 				break
@@ -566,6 +573,19 @@ func (w *workload) checkQPU(before state) error {
 		}
 	}
 	return nil
+}
+
+// sessionEnded reports whether the holder of QPU session path has ended:
+// a job (path ending in jID) or a reservation's instance.
+func (w *workload) sessionEnded(c *client.Client, path string) bool {
+	ctx := context.Background()
+	last := path[strings.LastIndexByte(path, '.')+1:]
+	if id, err := strconv.ParseUint(strings.TrimPrefix(last, "j"), 10, 64); err == nil && strings.HasPrefix(last, "j") {
+		var j api.Job
+		return c.Call(ctx, api.OpJob, api.JobRequest{ID: api.JobID(id)}, &j) == nil && j.State.Terminal()
+	}
+	var rv api.Resv
+	return c.Call(ctx, api.OpResvShow, api.ResvRequest{Name: last}, &rv) == nil && rv.State != "active"
 }
 
 // retryKeys retries every idempotent submission of the round, as a client
@@ -668,7 +688,8 @@ func (s state) lastID() api.JobID {
 //     before followed by lines timed in the window, and its state is the
 //     last line's. Its start and end times, nodes and exit code may change
 //     only with such lines, and to times in the window (or none, when it
-//     is requeued). Every other field is equal. Why it waits (Reason,
+//     is requeued); so may the URI of its instance, which a batch or
+//     alloc job has while it runs. Every other field is equal. Why it waits (Reason,
 //     Wait, PlannedStart) is not state: the scheduler recomputes it on
 //     every pass.
 //   - A job that exists only after was submitted in the window by the
@@ -676,7 +697,8 @@ func (s state) lastID() api.JobID {
 //   - A reservation starts (pending → active) when its start is in the
 //     window, and ends (→ ended) when its end is; the jobs it killed at
 //     its start, the jobs that ran in it and their node-hours grow with
-//     it. Every other field is equal.
+//     it. Whom a pending one would kill is recomputed from what runs now.
+//     Every other field is equal.
 //   - A QPU job runs and ends (queued → running → an end) with start and
 //     end times in the window; its device time, executor, attempts (one
 //     more when the stop interrupted it) and result come with that.
@@ -780,7 +802,7 @@ func (w restartWindow) jobMoved(b api.Job, a *api.Job) string {
 		}
 	}
 	if len(added) > 0 || (a.Nodes == b.Nodes && jsonOf(a.ExitCode) == jsonOf(b.ExitCode)) {
-		a.State, a.Events, a.StartTime, a.EndTime, a.Nodes, a.ExitCode = b.State, b.Events, b.StartTime, b.EndTime, b.Nodes, b.ExitCode
+		a.State, a.Events, a.StartTime, a.EndTime, a.Nodes, a.ExitCode, a.URI = b.State, b.Events, b.StartTime, b.EndTime, b.Nodes, b.ExitCode, b.URI
 	}
 	if jsonOf(a) != jsonOf(b) {
 		return "differs"
@@ -802,6 +824,11 @@ func (w restartWindow) diffResvs(before, after []api.Resv) (moved bool, diff str
 		}
 		delete(byName, b.Name)
 		c := a
+		if a.State == "pending" && b.State == "pending" {
+			// Whom a pending reservation would kill is recomputed from
+			// what runs on its nodes now, as a job's wait is.
+			c.Killed = b.Killed
+		}
 		if a.State != b.State {
 			moved = true
 			ok := (b.State == "pending" && a.State == "active" && w.has(b.Start)) ||
