@@ -51,7 +51,10 @@
 // strata_jobs, strata_resvs and strata_qpu, and acknowledges a request only
 // once the records it changed are durable. A job array is written as one
 // record in strata_arrays (all its tasks or none, in one write); a task
-// that changes afterwards gets a record of its own in strata_jobs.
+// that changes afterwards gets a record of its own in strata_jobs. Ended
+// jobs, reservations and QPU jobs move to the append-only stream
+// strata_archive after Resources.KeepFinished (archive.go,
+// archive_history.go), which 'strata acct' and 'strata qpu acct' read.
 //
 // # QPUs
 //

@@ -41,6 +41,8 @@ func (b *Broker) startEmbedded() error {
 		NoSigs:                 true,
 		DisableJetStreamBanner: true,
 		MaxControlLine:         4096 * 2,
+		SyncAlways:             b.opts.Sync.Always,
+		SyncInterval:           b.opts.Sync.Interval, // 0: the server's default
 	}
 	s, err := server.NewServer(sopts)
 	if err != nil {

@@ -480,7 +480,7 @@ func apiSession(ss qpu.Session) api.QPUSession {
 		Opened: msTime(ss.Opened), Closed: msTime(ss.Closed), Reason: ss.Reason}
 }
 
-func (r *Runtime) qpuAcct(_ context.Context, q Request) (any, error) {
+func (r *Runtime) qpuAcct(ctx context.Context, q Request) (any, error) {
 	var ar api.QPUAcctRequest
 	if err := q.Decode(&ar); err != nil {
 		return nil, err
@@ -489,8 +489,15 @@ func (r *Runtime) qpuAcct(_ context.Context, q Request) (any, error) {
 		return nil, api.Errorf(api.CodeInvalidArgument, "--to %s is not after --from %s", ar.To.Format(time.RFC3339), ar.From.Format(time.RFC3339))
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return qpuAccounting(ar, time.Now(), q.User, q.Admin, r.in.QPU().Jobs(nil), r.in.SlotJobs(), r.in.Resvs()), nil
+	qjobs, jobs, rvs := r.in.QPU().Jobs(nil), r.in.SlotJobs(), r.in.Resvs()
+	r.mu.Unlock()
+	// Then what left for the archive (read second, so that nothing moving
+	// meanwhile is missed; what is in both counts once).
+	qjobs, rvs, err := r.withArchived(ctx, ar.From, qjobs, rvs)
+	if err != nil {
+		return nil, err
+	}
+	return qpuAccounting(ar, time.Now(), q.User, q.Admin, qjobs, jobs, rvs), nil
 }
 
 // qpuAccounting sums QPU use over [from, to): device seconds and jobs by

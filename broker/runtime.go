@@ -60,7 +60,9 @@ type Resources struct {
 	// KeepFinished is how long ended jobs stay live ('strata jobs -a',
 	// 'job show') before they move to the archive ('strata acct');
 	// default DefaultKeepFinished. KeepFinishedMax, when positive, also
-	// bounds how many ended jobs stay live: the oldest go first.
+	// bounds how many ended jobs stay live: the oldest go first. Ended
+	// reservations and QPU jobs follow the same two rules, each kind
+	// counted on its own.
 	KeepFinished    time.Duration
 	KeepFinishedMax int
 	// RunAsSelf runs every job as the broker's own Unix account, not as

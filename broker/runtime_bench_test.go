@@ -36,7 +36,13 @@ import (
 // connected as user alice, each on a connection of its own.
 func benchRuntime(b *testing.B, nodes string, clients int, ex executor.Executor) (*broker.Broker, []*client.Client) {
 	b.Helper()
-	br, err := broker.New(broker.Options{Listen: "127.0.0.1:0", StateDir: b.TempDir(), Logger: testLogger()})
+	return benchRuntimeSync(b, nodes, clients, ex, broker.Sync{})
+}
+
+// benchRuntimeSync is benchRuntime with the embedded server's sync setting.
+func benchRuntimeSync(b *testing.B, nodes string, clients int, ex executor.Executor, sync broker.Sync) (*broker.Broker, []*client.Client) {
+	b.Helper()
+	br, err := broker.New(broker.Options{Listen: "127.0.0.1:0", StateDir: b.TempDir(), Logger: testLogger(), Sync: sync})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -98,10 +104,22 @@ func fanOut(cs []*client.Client, n int, op func(c *client.Client, i int) error) 
 // BenchmarkSubmit measures accepted submissions: each reply comes after
 // JetStream acknowledged the job's record. The jobs are held, so none
 // starts and only submission is measured. Target: 20,000 jobs/s.
+//
+// clients=16,sync=always is the cost of 'broker start --sync always': the
+// embedded server syncs every write to the disk before acknowledging it.
 func BenchmarkSubmit(b *testing.B) {
-	for _, clients := range []int{1, 16} {
-		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
-			br, cs := benchRuntime(b, "node[0-15]", clients, nil)
+	for _, tc := range []struct {
+		clients int
+		sync    broker.Sync
+		name    string
+	}{
+		{1, broker.Sync{}, "clients=1"},
+		{16, broker.Sync{}, "clients=16"},
+		{16, broker.Sync{Always: true}, "clients=16,sync=always"},
+	} {
+		clients := tc.clients
+		b.Run(tc.name, func(b *testing.B) {
+			br, cs := benchRuntimeSync(b, "node[0-15]", clients, nil, tc.sync)
 			req := api.SubmitRequest{Nodes: 1, Walltime: 60, Hold: true, Command: []string{"true"}, Cwd: b.TempDir()}
 			ctx := context.Background()
 			b.ReportAllocs()

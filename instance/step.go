@@ -101,6 +101,12 @@ type (
 	// ForgetJob drops an ended job's record once archived
 	// (Instance.ForgetJob).
 	ForgetJob struct{ Job JobID }
+	// ForgetResv drops an ended reservation's record once archived
+	// (Instance.ForgetResv).
+	ForgetResv struct{ Name string }
+	// ForgetQPUJob drops an ended QPU job's record once archived
+	// (Instance.ForgetQPUJob).
+	ForgetQPUJob struct{ Job qpu.JobID }
 	// QPUSubmit queues a QPU job from the slot holder at Path
 	// (Instance.QPUSubmit).
 	QPUSubmit struct {
@@ -163,6 +169,8 @@ func (UpdateResv) input()       {}
 func (RevokeSlots) input()      {}
 func (Forget) input()           {}
 func (ForgetJob) input()        {}
+func (ForgetResv) input()       {}
+func (ForgetQPUJob) input()     {}
 func (QPUSubmit) input()        {}
 func (QPUCancel) input()        {}
 func (QPURevoke) input()        {}
@@ -234,6 +242,10 @@ func (in *Instance) Step(now Time, x Input) (Output, error) {
 		out.Count = in.Forget(x.Before)
 	case ForgetJob:
 		err = in.ForgetJob(x.Job)
+	case ForgetResv:
+		err = in.ForgetResv(x.Name)
+	case ForgetQPUJob:
+		err = in.ForgetQPUJob(x.Job)
 	case QPUSubmit:
 		out.QPUJob, err = in.QPUSubmit(now, x.Who, x.Path, x.Backend, x.Job)
 	case QPUCancel:

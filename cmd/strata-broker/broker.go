@@ -42,6 +42,7 @@ func brokerCommand() *cli.Command {
 				&cli.StringFlag{Name: "nats-url", Usage: "use this external NATS server or cluster instead of the embedded one"},
 				&cli.StringFlag{Name: "nats-creds", Usage: "credentials for --nats-url"},
 				&cli.IntFlag{Name: "replicas", Value: 1, Usage: "JetStream replicas of the broker's state (external clusters)"},
+				&cli.StringFlag{Name: "sync", Value: "2m", Usage: "when the embedded server syncs its writes to the disk: an interval, or always (every write before it is acknowledged: nothing acknowledged is lost even by an OS crash or a power loss, at a cost in throughput); a crash of the broker's process loses nothing acknowledged either way"},
 				&cli.StringFlag{Name: "nodes", Value: "node[0-15]", Usage: "the nodes, as a hostlist"},
 				&cli.StringSliceFlag{Name: "qpu", Value: cli.NewStringSlice("qpu0:8"), Usage: "a QPU backend and its slots, NAME:SLOTS[:DEVICES] (repeatable; DEVICES: jobs it runs at once, default 1)"},
 				&cli.StringFlag{Name: "qpu-heartbeat", Value: "1s", Usage: "how often QPU executors send heartbeats; one silent for three (rounded up to whole seconds, plus one) is gone and its job requeued"},
@@ -53,8 +54,8 @@ func brokerCommand() *cli.Command {
 				&cli.IntFlag{Name: "max-requests-per-user", Value: broker.DefaultMaxRequestsPerUser, Usage: "one user's requests in the broker, waits included; more are answered 'too many requests'"},
 				&cli.IntFlag{Name: "max-env", Value: api.DefaultMaxEnvBytes, Usage: "the largest environment a job may pass, in bytes (NAME=VALUE of every variable)"},
 				&cli.StringFlag{Name: "kill-grace", Value: "10s", Usage: "from SIGTERM to SIGKILL when a job is ended"},
-				&cli.StringFlag{Name: "keep-finished", Value: "3d", Usage: "how long ended jobs stay in 'strata jobs -a' and 'job show' before they move to the archive that 'strata acct' reads"},
-				&cli.IntFlag{Name: "keep-finished-max", Usage: "at most this many ended jobs stay live; the oldest move to the archive first (0: no bound)"},
+				&cli.StringFlag{Name: "keep-finished", Value: "3d", Usage: "how long ended jobs (and ended reservations and QPU jobs) stay in 'strata jobs -a' and 'job show' ('resv list', 'qpu jobs -a') before they move to the archive that 'strata acct' reads"},
+				&cli.IntFlag{Name: "keep-finished-max", Usage: "at most this many ended jobs stay live (and as many reservations, and QPU jobs); the oldest move to the archive first (0: no bound)"},
 				&cli.StringFlag{Name: "private-data", Value: "jobs", Usage: "what users see only of their own, like Slurm's PrivateData: jobs (others' jobs are not listed, and show on nodes and in gantt without ID or owner) or none (every user sees every job)"},
 				&cli.StringSliceFlag{Name: "admin", Usage: "a user with administrator rights (repeatable; 'admin' always is one)"},
 				&cli.BoolFlag{Name: "run-as-self", Usage: "run every job as the broker's own Unix account, not as its user's (single-user installs, tests; as root it needs --allow-root-jobs too)"},
@@ -108,6 +109,13 @@ func runBroker(c *cli.Context) error {
 	if n := c.Int("keep-finished-max"); n < 0 {
 		return cliapp.UsageErr(fmt.Errorf("--keep-finished-max %d: give a count of jobs, or 0 for no bound", n))
 	}
+	sync, err := broker.ParseSync(c.String("sync"))
+	if err != nil {
+		return cliapp.UsageErr(fmt.Errorf("--sync: %w", err))
+	}
+	if c.IsSet("sync") && c.String("nats-url") != "" {
+		return cliapp.UsageErr(fmt.Errorf("--sync applies to the embedded server; with --nats-url the cluster's own configuration (jetstream sync_interval) decides"))
+	}
 	publicJobs, err := broker.ParsePrivateData(c.String("private-data"))
 	if err != nil {
 		return cliapp.UsageErr(fmt.Errorf("--private-data: %w", err))
@@ -123,7 +131,7 @@ func runBroker(c *cli.Context) error {
 		Admins: c.StringSlice("admin"), Version: cliapp.Version(), Logger: log,
 		Limits:           api.Limits{MaxWalltime: durs["max-walltime"], MaxEnvBytes: c.Int("max-env")},
 		MaxActivePerUser: c.Int("max-active-per-user"), MaxRequestsPerUser: c.Int("max-requests-per-user"),
-		PublicJobs: publicJobs,
+		PublicJobs: publicJobs, Sync: sync,
 	})
 	if err != nil {
 		return err
