@@ -60,7 +60,11 @@ type Options struct {
 	Logger *slog.Logger
 
 	// StartTimeout bounds how long Start waits for the embedded server or
-	// the external connection. Default 10s.
+	// the external connection, and for the buckets and streams of the state
+	// to be created or moved to Replicas. Default 10s with the embedded
+	// server, DefaultExternalStartTimeout with NatsURL (a cluster elects
+	// stream leaders, and moving a bucket from 1 to 3 replicas has taken
+	// more than 10s).
 	StartTimeout time.Duration
 
 	// MaxInflight bounds the requests being handled at once, over all
@@ -124,6 +128,10 @@ const (
 	DefaultListen      = "127.0.0.1:4222"
 	DefaultVersion     = "0.1.0-dev"
 	DefaultMaxInflight = 1024
+	// DefaultStartTimeout and DefaultExternalStartTimeout are the defaults
+	// of StartTimeout with the embedded server and with NatsURL.
+	DefaultStartTimeout         = 10 * time.Second
+	DefaultExternalStartTimeout = 60 * time.Second
 )
 
 // AdminUser is the user that is always an administrator; its credentials
@@ -177,8 +185,12 @@ func (o Options) normalize() (Options, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if o.StartTimeout <= 0 {
-		o.StartTimeout = 10 * time.Second
+	switch {
+	case o.StartTimeout > 0:
+	case o.NatsURL != "":
+		o.StartTimeout = DefaultExternalStartTimeout
+	default:
+		o.StartTimeout = DefaultStartTimeout
 	}
 	if o.MaxInflight <= 0 {
 		o.MaxInflight = DefaultMaxInflight

@@ -40,7 +40,8 @@ func brokerCommand() *cli.Command {
 				&cli.StringFlag{Name: "listen", Value: broker.DefaultListen, Usage: "host:port of the embedded NATS server"},
 				&cli.StringFlag{Name: "state-dir", Usage: "durable state (default $XDG_STATE_HOME/strata, else ~/.local/state/strata)"},
 				&cli.StringFlag{Name: "nats-url", Usage: "use this external NATS server or cluster instead of the embedded one"},
-				&cli.StringFlag{Name: "nats-creds", Usage: "credentials for --nats-url"},
+				&cli.StringFlag{Name: "nats-creds", Aliases: []string{"creds"}, Usage: "credentials for --nats-url: the broker.creds that 'strata nats init' wrote"},
+				&cli.StringFlag{Name: "start-timeout", Usage: "how long start-up may wait for NATS and the state's buckets (default 10s embedded, 60s on --nats-url: moving buckets to more replicas takes a while)"},
 				&cli.IntFlag{Name: "replicas", Value: 1, Usage: "JetStream replicas of the broker's state (external clusters)"},
 				&cli.StringFlag{Name: "nodes", Value: "node[0-15]", Usage: "the nodes, as a hostlist"},
 				&cli.StringSliceFlag{Name: "qpu", Value: cli.NewStringSlice("qpu0:8"), Usage: "a QPU backend and its slots, NAME:SLOTS[:DEVICES] (repeatable; DEVICES: jobs it runs at once, default 1)"},
@@ -93,7 +94,10 @@ func runBroker(c *cli.Context) error {
 		return cliapp.UsageErr(fmt.Errorf("--policy: %w", err))
 	}
 	durs := map[string]time.Duration{}
-	for _, f := range []string{"default-walltime", "max-walltime", "kill-grace", "qpu-heartbeat", "keep-finished"} {
+	for _, f := range []string{"default-walltime", "max-walltime", "kill-grace", "qpu-heartbeat", "keep-finished", "start-timeout"} {
+		if f == "start-timeout" && c.String(f) == "" {
+			continue
+		}
 		d, err := when.ParseDuration(c.String(f))
 		if err != nil {
 			return cliapp.UsageErr(fmt.Errorf("--%s: %w", f, err))
@@ -121,7 +125,7 @@ func runBroker(c *cli.Context) error {
 		Admins: c.StringSlice("admin"), Version: cliapp.Version(), Logger: log,
 		Limits:           api.Limits{MaxWalltime: durs["max-walltime"], MaxEnvBytes: c.Int("max-env")},
 		MaxActivePerUser: c.Int("max-active-per-user"), MaxRequestsPerUser: c.Int("max-requests-per-user"),
-		PublicJobs: publicJobs,
+		PublicJobs: publicJobs, StartTimeout: durs["start-timeout"],
 	})
 	if err != nil {
 		return err

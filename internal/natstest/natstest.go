@@ -39,6 +39,11 @@ type Config struct {
 	NoJetStream bool
 	// Log sends the servers' log to the test's log (noisy).
 	Log bool
+	// InitDir, when set, is a directory that 'strata nats init' already
+	// wrote (with its default broker-state directory): the servers use its
+	// fragment and Cluster.Creds and Cluster.StateDir name its files.
+	// Otherwise Start runs natssetup.Init into a temporary directory.
+	InitDir string
 }
 
 // Cluster is a running NATS cluster. Its methods are safe for concurrent
@@ -53,7 +58,7 @@ type Cluster struct {
 	StateDir string
 	// Creds is the broker's credentials file (Dir/broker.creds).
 	Creds string
-	// Setup is what Init wrote.
+	// Setup is what Init wrote (only Dir and StateDir with Config.InitDir).
 	Setup natssetup.Result
 
 	cfg         Config
@@ -78,10 +83,16 @@ func Start(t testing.TB, cfg Config) *Cluster {
 	if cfg.Servers <= 0 {
 		cfg.Servers = 1
 	}
-	dir := t.TempDir()
-	res, err := natssetup.Init(dir, filepath.Join(dir, "broker-state"))
-	if err != nil {
-		t.Fatalf("natstest: %v", err)
+	dir := cfg.InitDir
+	var res natssetup.Result
+	if dir == "" {
+		dir = t.TempDir()
+		var err error
+		if res, err = natssetup.Init(dir, filepath.Join(dir, "broker-state")); err != nil {
+			t.Fatalf("natstest: %v", err)
+		}
+	} else {
+		res = natssetup.Result{Dir: dir, StateDir: filepath.Join(dir, "broker-state")}
 	}
 	c := &Cluster{
 		t: t, Dir: dir, StateDir: res.StateDir, Creds: filepath.Join(dir, natssetup.BrokerCreds), Setup: res,
