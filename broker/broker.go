@@ -489,9 +489,13 @@ func (b *Broker) KeyValue(ctx context.Context, cfg jetstream.KeyValueConfig) (je
 	if cfg.Replicas == 0 {
 		cfg.Replicas = b.opts.Replicas
 	}
-	kv, err := b.js.CreateOrUpdateKeyValue(ctx, cfg)
+	var kv jetstream.KeyValue
+	err := b.untilJetStream(ctx, "key-value bucket "+cfg.Bucket, func(ctx context.Context) (err error) {
+		kv, err = b.js.CreateOrUpdateKeyValue(ctx, cfg)
+		return err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("broker: key-value bucket %s: %w", cfg.Bucket, err)
+		return nil, fmt.Errorf("broker: key-value bucket %s: %w", cfg.Bucket, b.explainJetStream(err, cfg.Replicas))
 	}
 	return kv, nil
 }
@@ -502,9 +506,86 @@ func (b *Broker) Stream(ctx context.Context, cfg jetstream.StreamConfig) (jetstr
 	if cfg.Replicas == 0 {
 		cfg.Replicas = b.opts.Replicas
 	}
-	s, err := b.js.CreateOrUpdateStream(ctx, cfg)
+	var s jetstream.Stream
+	err := b.untilJetStream(ctx, "stream "+cfg.Name, func(ctx context.Context) (err error) {
+		s, err = b.js.CreateOrUpdateStream(ctx, cfg)
+		return err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("broker: stream %s: %w", cfg.Name, err)
+		return nil, fmt.Errorf("broker: stream %s: %w", cfg.Name, b.explainJetStream(err, cfg.Replicas))
 	}
 	return s, nil
+}
+
+// untilJetStream calls f until it succeeds, fails for good, or ctx ends,
+// with a backoff from 100ms to 2s. A cluster that is starting up (no meta
+// leader yet, servers still joining: no responders, timeouts, 503
+// "temporarily unavailable", "no suitable peers") is waited for: a broker
+// started with its cluster must not fail because it was quicker. The last
+// error is returned when ctx ends.
+func (b *Broker) untilJetStream(ctx context.Context, what string, f func(context.Context) error) error {
+	wait := 100 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := f(actx)
+		cancel()
+		if err == nil || !jetStreamStarting(err) {
+			return err
+		}
+		if attempt == 0 {
+			b.log.Warn("JetStream is not ready; waiting for it", "for", what, "err", err, "up_to", b.opts.StartTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+}
+
+// jetStreamStarting reports whether err may go away as a cluster starts:
+// everything but a definite refusal.
+func jetStreamStarting(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.ErrorCode {
+		case jetstream.JSErrCodeJetStreamNotEnabled, jetstream.JSErrCodeJetStreamNotEnabledForAccount, 10074:
+			return false
+		case 10005, 10008, 10023: // no suitable peers, temporarily unavailable, insufficient resources
+			return true
+		}
+		return apiErr.Code == 503
+	}
+	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)
+}
+
+// explainJetStream adds to an error of creating a bucket or stream what is
+// wrong with the cluster and how to fix it, when the error says: no
+// JetStream, none for the account, or too few servers for the replicas.
+// Other errors are returned as they are.
+func (b *Broker) explainJetStream(err error, replicas int) error {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) {
+		return err
+	}
+	where := "the NATS server"
+	if b.srv == nil {
+		where = "the NATS cluster at " + b.opts.NatsURL
+	}
+	switch apiErr.ErrorCode {
+	case jetstream.JSErrCodeJetStreamNotEnabled:
+		return fmt.Errorf("%s has no JetStream, where the broker keeps its state: add a 'jetstream { store_dir: /var/lib/nats }' block to every server's configuration and restart them (see docs/cluster.md): %w", where, err)
+	case jetstream.JSErrCodeJetStreamNotEnabledForAccount:
+		return fmt.Errorf("%s has no JetStream for the Strata account: include the nats-auth.conf of 'strata nats init' (its account JWT enables JetStream) in every server's configuration (see docs/cluster.md): %w", where, err)
+	case 10074: // replicas > 1 not supported in non-clustered mode
+		return fmt.Errorf("--replicas %d needs a JetStream cluster of at least %d servers, but %s runs JetStream on one server, without a cluster block: "+
+			"cluster the servers (see docs/cluster.md), or start with --replicas 1: %w", replicas, replicas, where, err)
+	case 10005, 10023: // no suitable peers for placement; insufficient resources
+		n := len(b.nc.Servers())
+		return fmt.Errorf("--replicas %d needs %d servers with JetStream up and routed to each other, but %s cannot place that many (the broker knows of %d servers): "+
+			"add servers or bring the stopped ones back (see docs/cluster.md), or start with --replicas %d: %w", replicas, replicas, where, n, max(1, min(n, replicas-1)), err)
+	}
+	return err
 }

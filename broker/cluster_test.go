@@ -90,3 +90,50 @@ func TestBrokerOnClusterWithoutCreds(t *testing.T) {
 		t.Errorf("error %q asks for a key the external mode does not use", err)
 	}
 }
+
+// A broker pointed at a cluster that cannot hold its state says which
+// part is missing and how to fix it, and starts nothing.
+func TestBrokerOnUnfitCluster(t *testing.T) {
+	other := natstest.StartCluster(t, 1) // another operator's accounts
+	for _, tc := range []struct {
+		name     string
+		cfg      natstest.Config
+		replicas int
+		creds    func(c *natstest.Cluster) (creds, state string)
+		want     []string
+	}{
+		{"no JetStream", natstest.Config{Servers: 1, NoJetStream: true}, 1, nil,
+			[]string{"no JetStream", "jetstream {", "docs/cluster.md"}},
+		{"accounts missing", natstest.Config{Servers: 1}, 1,
+			func(*natstest.Cluster) (string, string) { return other.Creds, other.StateDir },
+			[]string{"refused the broker's credentials", "nats-auth.conf", "strata nats init"}},
+		{"one server for 3 replicas", natstest.Config{Servers: 1}, 3, nil,
+			[]string{"--replicas 3", "3 servers", "--replicas 1"}},
+		{"two servers for 3 replicas", natstest.Config{Servers: 2}, 3, nil,
+			[]string{"--replicas 3", "3 servers", "--replicas 2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := natstest.Start(t, tc.cfg)
+			creds, state := c.Creds, c.StateDir
+			if tc.creds != nil {
+				creds, state = tc.creds(c)
+			}
+			b, err := New(Options{NatsURL: c.URL(), Creds: creds, StateDir: state, Replicas: tc.replicas,
+				Logger: slog.New(slog.DiscardHandler), StartTimeout: 3 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = b.Start()
+			if err == nil {
+				b.Shutdown()
+				t.Fatal("started")
+			}
+			t.Log(err)
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q: %v", w, err)
+				}
+			}
+		})
+	}
+}

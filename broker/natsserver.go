@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -153,6 +154,11 @@ func (b *Broker) dial(g grant, inbox string) (*nats.Conn, error) {
 		where := url
 		if where == "" {
 			where = "the embedded server"
+		}
+		if errors.Is(err, nats.ErrAuthorization) || strings.Contains(err.Error(), "Authorization Violation") {
+			return nil, fmt.Errorf("broker: the NATS servers at %s refused the broker's credentials: they do not trust the operator that issued them, "+
+				"or do not know the Strata account. Include the nats-auth.conf that the same 'strata nats init' wrote in every server's configuration "+
+				"and restart the servers, and start the broker with that init's broker.creds and broker-state keys (see docs/cluster.md): %w", where, err)
 		}
 		return nil, fmt.Errorf("broker: connect to NATS at %s: %w", where, err)
 	}
