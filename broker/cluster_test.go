@@ -37,6 +37,9 @@ func TestBrokerOnInitCluster(t *testing.T) {
 	if _, err := b.ServeInstance("root", nil); err != nil {
 		t.Fatal(err)
 	}
+	if got, want := b.URI("root"), "strata://"+strings.Join(c.Addrs(), ",")+"/root"; got != want {
+		t.Errorf("URI = %s, want every server of the cluster: %s", got, want)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	rep, err := b.AddUser(ctx, api.UserAddRequest{Name: "alice"})

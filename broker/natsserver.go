@@ -14,6 +14,8 @@ import (
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+
+	"github.com/strata-hpc/strata/api"
 )
 
 // startEmbedded starts the in-process NATS server in operator mode with
@@ -179,7 +181,12 @@ func (b *Broker) advertised() string {
 		return b.opts.Advertise
 	}
 	if b.srv == nil {
-		return firstNatsHost(b.opts.NatsURL)
+		if h := natsHosts(b.opts.NatsURL); h != "" {
+			if u, err := api.ParseURI(h); err == nil {
+				return u.Host
+			}
+		}
+		return b.opts.NatsURL
 	}
 	addr, ok := b.srv.Addr().(*net.TCPAddr)
 	if !ok {

@@ -22,9 +22,10 @@ type Options struct {
 	// Ignored when NatsURL is set.
 	Listen string
 
-	// Advertise is the host:port put into instance URIs. Default: the
-	// address the embedded server listens on (the host name when it listens
-	// on every interface), or the first server of NatsURL.
+	// Advertise is the host:port put into instance URIs, or several,
+	// comma-separated (h1:4222,h2:4222: clients connect to any of them).
+	// Default: the address the embedded server listens on (the host name
+	// when it listens on every interface), or every server of NatsURL.
 	Advertise string
 
 	// StateDir holds the broker's durable state: signing keys (keys/), the
@@ -168,6 +169,13 @@ func (o Options) normalize() (Options, error) {
 	case o.Replicas > 1 && o.NatsURL == "":
 		return o, fmt.Errorf("broker: %d replicas need an external NATS cluster (NatsURL); the embedded server is a single node", o.Replicas)
 	}
+	if o.Advertise != "" {
+		u, err := api.ParseURI(o.Advertise)
+		if err != nil || strings.Contains(o.Advertise, "/") {
+			return o, fmt.Errorf("broker: advertise %q: give HOST:PORT, or several comma-separated (h1:4222,h2:4222)", o.Advertise)
+		}
+		o.Advertise = u.Host
+	}
 	if o.Creds != "" && o.NatsURL == "" {
 		return o, fmt.Errorf("broker: Creds is for an external NATS server; set NatsURL too")
 	}
@@ -235,19 +243,24 @@ func defaultStateDir() (string, error) {
 	return filepath.Join(home, ".local", "state", "strata"), nil
 }
 
-// firstNatsHost returns host:port of the first server in a NatsURL list.
-func firstNatsHost(natsURL string) string {
-	first, _, _ := strings.Cut(natsURL, ",")
-	first = strings.TrimSpace(first)
-	if !strings.Contains(first, "://") {
-		first = "nats://" + first
+// natsHosts returns host:port of every server in a NatsURL list, joined by
+// commas, as a multi-server URI lists them; "" when one does not parse.
+func natsHosts(natsURL string) string {
+	var hosts []string
+	for _, item := range strings.Split(natsURL, ",") {
+		item = strings.TrimSpace(item)
+		if !strings.Contains(item, "://") {
+			item = "nats://" + item
+		}
+		u, err := url.Parse(item)
+		if err != nil || u.Host == "" {
+			return ""
+		}
+		h := u.Host
+		if u.Port() == "" {
+			h = net.JoinHostPort(u.Hostname(), strconv.Itoa(api.DefaultPort))
+		}
+		hosts = append(hosts, h)
 	}
-	u, err := url.Parse(first)
-	if err != nil || u.Host == "" {
-		return ""
-	}
-	if u.Port() == "" {
-		return net.JoinHostPort(u.Hostname(), strconv.Itoa(api.DefaultPort))
-	}
-	return u.Host
+	return strings.Join(hosts, ",")
 }

@@ -40,6 +40,7 @@ func brokerCommand() *cli.Command {
 				&cli.StringFlag{Name: "listen", Value: broker.DefaultListen, Usage: "host:port of the embedded NATS server"},
 				&cli.StringFlag{Name: "state-dir", Usage: "durable state (default $XDG_STATE_HOME/strata, else ~/.local/state/strata)"},
 				&cli.StringFlag{Name: "nats-url", Usage: "use this external NATS server or cluster instead of the embedded one"},
+				&cli.StringFlag{Name: "advertise", Usage: "the servers instance URIs name, HOST:PORT or several comma-separated (default: the embedded server's address, or every server of --nats-url)"},
 				&cli.StringFlag{Name: "nats-creds", Aliases: []string{"creds"}, Usage: "credentials for --nats-url: the broker.creds that 'strata nats init' wrote"},
 				&cli.StringFlag{Name: "start-timeout", Usage: "how long start-up may wait for NATS and the state's buckets (default 10s embedded, 60s on --nats-url: moving buckets to more replicas takes a while)"},
 				&cli.IntFlag{Name: "replicas", Value: 1, Usage: "JetStream replicas of the broker's state (external clusters)"},
@@ -121,7 +122,8 @@ func runBroker(c *cli.Context) error {
 	log := slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level}))
 	b, err := broker.New(broker.Options{
 		Listen: c.String("listen"), StateDir: c.String("state-dir"),
-		NatsURL: c.String("nats-url"), Creds: c.String("nats-creds"), Replicas: c.Int("replicas"),
+		Advertise: c.String("advertise"),
+		NatsURL:   c.String("nats-url"), Creds: c.String("nats-creds"), Replicas: c.Int("replicas"),
 		Admins: c.StringSlice("admin"), Version: cliapp.Version(), Logger: log,
 		Limits:           api.Limits{MaxWalltime: durs["max-walltime"], MaxEnvBytes: c.Int("max-env")},
 		MaxActivePerUser: c.Int("max-active-per-user"), MaxRequestsPerUser: c.Int("max-requests-per-user"),
