@@ -49,6 +49,7 @@ type Broker struct {
 	parked chan struct{} // bounds requests waiting in Request.Blocking
 
 	refusedLog logLimiter // rate-limits log lines about refused requests
+	replays    replays    // replies to changes, by idempotency key (replay.go)
 
 	mu       sync.Mutex
 	state    int                  // stateNew, stateRunning, stateClosing, stateClosed

@@ -11,6 +11,8 @@ import (
 
 	"github.com/strata-hpc/strata/api"
 	"github.com/strata-hpc/strata/client"
+	"github.com/strata-hpc/strata/instance"
+	"github.com/strata-hpc/strata/internal/hostlist"
 	"github.com/strata-hpc/strata/internal/natstest"
 )
 
@@ -138,5 +140,56 @@ func TestBrokerOnUnfitCluster(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Clients follow the cluster: with a URI that lists every server, a
+// client's calls ride out the loss of any one server (its own included)
+// and the leader elections that follow, and each retried submission makes
+// one job.
+func TestClientRidesOutServerLoss(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills cluster servers; skipped with -short")
+	}
+	c := natstest.StartCluster(t, 3)
+	b, err := New(Options{NatsURL: c.URL(), Creds: c.Creds, StateDir: c.StateDir, Replicas: 3,
+		Logger: slog.New(slog.DiscardHandler), StartTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Shutdown()
+	nodes, _ := hostlist.Parse("n[0-3]")
+	rt, err := b.RunInstances(Resources{Nodes: nodes, Policy: instance.EASY})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	cl, err := client.Dial(b.URI("root"), client.WithCreds(b.AdminCredsPath()), client.WithTimeout(45*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := context.Background()
+	for i := range c.Len() {
+		c.Kill(i)
+		var j api.Job
+		if err := cl.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 1, Hold: true, Command: []string{"true"}, Cwd: "/", Name: "survivor"}, &j); err != nil {
+			t.Fatalf("submit with server %d down: %v", i, err)
+		}
+		if _, err := cl.Whoami(ctx); err != nil {
+			t.Fatalf("whoami with server %d down: %v", i, err)
+		}
+		c.Restart(i)
+		c.WaitJetStream(30 * time.Second)
+	}
+	var rep api.JobsReply
+	if err := cl.Call(ctx, api.OpJobs, api.JobsRequest{User: "*", All: true}, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Jobs) != c.Len() {
+		t.Errorf("%d jobs after %d acknowledged submissions", len(rep.Jobs), c.Len())
 	}
 }

@@ -124,6 +124,7 @@ func (b *Broker) dial(g grant, inbox string) (*nats.Conn, error) {
 				b.log.Warn("disconnected from NATS", "conn", g.name, "err", err)
 			}
 		}),
+		nats.ReconnectWait(250 * time.Millisecond),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			b.log.Info("reconnected to NATS", "conn", g.name, "server", nc.ConnectedUrlRedacted())
 		}),
