@@ -50,6 +50,7 @@ type Broker struct {
 
 	refusedLog logLimiter // rate-limits log lines about refused requests
 	replays    replays    // replies to changes, by idempotency key (replay.go)
+	startedAt  time.Time  // when Start was called
 
 	mu       sync.Mutex
 	state    int                  // stateNew, stateRunning, stateClosing, stateClosed
@@ -139,6 +140,7 @@ func (b *Broker) Start() error {
 		return errors.New("broker: Start called twice")
 	}
 	b.state = stateRunning
+	b.startedAt = time.Now().UTC().Truncate(time.Second)
 	b.mu.Unlock()
 
 	err := b.start()

@@ -406,7 +406,7 @@ func (r *Runtime) qpuJobs(_ context.Context, q Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	out := api.QPUJobsReply{Jobs: []api.QPUJob{}}
 	for _, j := range r.qp.s.Jobs(func(j *qpu.Job) bool {
@@ -431,7 +431,7 @@ func (r *Runtime) qpuShow(_ context.Context, q Request) (any, error) {
 	if err := q.Decode(&jr); err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	j, err := r.qpuVisible(q, jr.ID)
 	if err != nil {
@@ -459,7 +459,7 @@ func (r *Runtime) qpuResult(ctx context.Context, q Request) (any, error) {
 	if err := q.Decode(&rr); err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
+	r.lock()
 	j, err := r.qpuVisible(q, rr.ID)
 	if err != nil || j.State.Final() || !rr.Wait {
 		r.mu.Unlock()
@@ -484,7 +484,7 @@ func (r *Runtime) qpuResult(ctx context.Context, q Request) (any, error) {
 		case <-ctx.Done():
 		}
 	})
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	j, _ = r.qp.s.Job(j.ID)
 	return apiQPUJob(j, true), nil
@@ -547,7 +547,7 @@ func futureSlots(rvs []instance.Resv) map[string]int {
 }
 
 func (r *Runtime) qpuStatus(_ context.Context, _ Request) (any, error) {
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	return api.QPUStatusReply{Backends: r.qpuBackends()}, nil
 }
@@ -557,7 +557,7 @@ func (r *Runtime) qpuSlots(_ context.Context, q Request) (any, error) {
 	if err := q.Decode(&sr); err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	for _, b := range r.qpuBackends() {
 		if b.Name == sr.Backend {
@@ -662,7 +662,7 @@ func (r *Runtime) qpuAcct(_ context.Context, q Request) (any, error) {
 	if !ar.From.IsZero() && !ar.To.IsZero() && !ar.To.After(ar.From) {
 		return nil, api.Errorf(api.CodeInvalidArgument, "--to %s is not after --from %s", ar.To.Format(time.RFC3339), ar.From.Format(time.RFC3339))
 	}
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	return qpuAccounting(ar, time.Now(), q.User, q.Admin, r.qp.s.Jobs(nil), r.in.SlotJobs(), r.in.Resvs()), nil
 }
@@ -848,7 +848,7 @@ func (r *Runtime) execPull(name string, m micro.Request) {
 			}
 			p := &pull{exec: name, backend: pr.Backend, req: m}
 			p.timer = time.AfterFunc(wait, func() {
-				r.mu.Lock()
+				r.lock()
 				done := p.done
 				p.done = true
 				if !done {

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -19,6 +22,7 @@ import (
 
 	"github.com/strata-hpc/strata/api"
 	"github.com/strata-hpc/strata/broker"
+	"github.com/strata-hpc/strata/broker/metrics"
 	"github.com/strata-hpc/strata/broker/qpuexec"
 	"github.com/strata-hpc/strata/instance"
 	"github.com/strata-hpc/strata/internal/cliapp"
@@ -59,11 +63,12 @@ func brokerCommand() *cli.Command {
 				&cli.IntFlag{Name: "keep-finished-max", Usage: "at most this many ended jobs stay live; the oldest move to the archive first (0: no bound)"},
 				&cli.StringFlag{Name: "private-data", Value: "jobs", Usage: "what users see only of their own, like Slurm's PrivateData: jobs (others' jobs are not listed, and show on nodes and in gantt without ID or owner) or none (every user sees every job)"},
 				&cli.StringSliceFlag{Name: "admin", Usage: "a user with administrator rights (repeatable; 'admin' always is one)"},
+				&cli.StringFlag{Name: "metrics-listen", Usage: "serve Prometheus metrics (the figures of 'strata broker status') on HOST:PORT at /metrics, e.g. 127.0.0.1:9090"},
 				&cli.BoolFlag{Name: "debug", Usage: "log debug messages"},
 				&cli.StringFlag{Name: "config", Usage: "a JSON file of flag values, e.g. {\"nodes\": \"node[0-63]\", \"qpu\": [\"qpu0:4\"], \"policy\": \"conservative\"}; flags on the command line win"},
 			},
 			Action: runBroker,
-		}},
+		}, cliapp.BrokerStatusCommand()},
 	}
 }
 
@@ -145,6 +150,24 @@ func runBroker(c *cli.Context) error {
 		b.Shutdown()
 		return err
 	}
+	var metricsSrv *http.Server
+	if addr := c.String("metrics-listen"); addr != "" {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			rt.Close()
+			b.Shutdown()
+			return cliapp.UsageErr(fmt.Errorf("--metrics-listen %s: %w; give a free HOST:PORT such as 127.0.0.1:9090", addr, err))
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", metrics.Handler(rt))
+		metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := metricsSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("metrics endpoint stopped", "err", err)
+			}
+		}()
+		log.Info("serving metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+	}
 	ctx, stopSims := context.WithCancel(context.Background())
 	defer stopSims()
 	if c.Bool("qpu-sim") {
@@ -160,6 +183,9 @@ func runBroker(c *cli.Context) error {
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	s := <-sig
 	log.Info("shutting down", "signal", s.String())
+	if metricsSrv != nil {
+		metricsSrv.Close()
+	}
 	rt.Close()
 	b.Shutdown()
 	return nil
