@@ -1,6 +1,10 @@
 package instance
 
-import "syscall"
+import (
+	"syscall"
+
+	"github.com/strata-hpc/strata/qpu"
+)
 
 // EffectKind says what the runtime must do.
 type EffectKind uint8
@@ -39,10 +43,16 @@ type Ready struct {
 	Effects []Effect
 	Jobs    []JobID  // in the order they first changed
 	Resvs   []string // reservation names, in the order they first changed
+	// QPU is what the tree's QPU scheduler changed: QPU job, session and
+	// backend records to persist, backends with work for a waiting
+	// executor, executors to tell to let go of a job.
+	QPU qpu.Ready
 }
 
 // Empty reports whether there is nothing to do.
-func (r Ready) Empty() bool { return len(r.Effects) == 0 && len(r.Jobs) == 0 && len(r.Resvs) == 0 }
+func (r Ready) Empty() bool {
+	return len(r.Effects) == 0 && len(r.Jobs) == 0 && len(r.Resvs) == 0 && r.QPU.Empty()
+}
 
 // SignalName returns the conventional name of a signal ("SIGTERM").
 func SignalName(s syscall.Signal) string {
