@@ -92,7 +92,7 @@ func (r *Runtime) acct(ctx context.Context, q Request) (any, error) {
 	if !ar.Until.IsZero() {
 		f.until = instance.Time(ar.Until.Unix())
 	}
-	r.mu.Lock()
+	r.lock()
 	if f.resv != "" {
 		f.resvPath = r.in.Path() + "." + f.resv
 		if rv, ok := r.in.Resv(f.resv); ok {
@@ -124,7 +124,7 @@ func (r *Runtime) acct(ctx context.Context, q Request) (any, error) {
 		pos = 0
 	}
 	if out.Next == "" {
-		r.mu.Lock()
+		r.lock()
 		jobs, more := r.in.TreeJobsAfter(instance.JobID(pos), ar.Size()-len(out.Jobs), f.keep)
 		r.mu.Unlock()
 		for _, j := range jobs {
