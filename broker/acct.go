@@ -96,7 +96,7 @@ func (r *Runtime) acct(ctx context.Context, q Request) (any, error) {
 	var rvRep *api.Resv
 	rvArchived := false
 	if f.resv != "" {
-		r.mu.Lock()
+		r.lock()
 		f.resvPath = r.in.Path() + "." + f.resv
 		rv, ok := r.in.Resv(f.resv)
 		if ok {
@@ -110,7 +110,7 @@ func (r *Runtime) acct(ctx context.Context, q Request) (any, error) {
 				return nil, err
 			}
 			if ok {
-				r.mu.Lock()
+				r.lock()
 				a := r.apiResv(rv)
 				r.mu.Unlock()
 				rvRep, rvArchived = &a, true
@@ -147,7 +147,7 @@ func (r *Runtime) acct(ctx context.Context, q Request) (any, error) {
 		pos = 0
 	}
 	if out.Next == "" {
-		r.mu.Lock()
+		r.lock()
 		jobs, more := r.in.TreeJobsAfter(instance.JobID(pos), ar.Size()-len(out.Jobs), f.keep)
 		r.mu.Unlock()
 		for _, j := range jobs {

@@ -216,7 +216,7 @@ func (r *Runtime) sweep(ctx context.Context) (int, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	// Step 0: what to move, and its records, under the lock.
-	r.mu.Lock()
+	r.lock()
 	if r.closed {
 		r.mu.Unlock()
 		return 0, nil
@@ -292,7 +292,7 @@ func (r *Runtime) sweep(ctx context.Context) (int, error) {
 	a.first = false
 
 	// Step 2: forget them; the IDs record goes out with the new count.
-	r.mu.Lock()
+	r.lock()
 	var gone []instance.JobID
 	for _, m := range moves {
 		if _, err := r.in.Step(r.now(), instance.ForgetJob{Job: m.id}); err != nil {
@@ -463,7 +463,7 @@ func (r *Runtime) scanArchiveWith(ctx context.Context, cfg jetstream.OrderedCons
 // core to refuse.
 func (r *Runtime) resolveDeps(ctx context.Context, deps []instance.Dep) error {
 	for i, d := range deps {
-		r.mu.Lock()
+		r.lock()
 		_, live := r.in.Job(d.Job)
 		known := d.Job <= r.in.LastID()
 		r.mu.Unlock()

@@ -43,7 +43,7 @@ func (r *Runtime) bookings(_ context.Context, q Request) (any, error) {
 	f := instance.Time(from.Unix())
 	t := instance.Time(to.Add(time.Second - time.Nanosecond).Unix())
 
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	inst, err := r.instanceOf(q)
 	if err != nil {

@@ -88,6 +88,8 @@ type committer struct {
 	halted   chan struct{} // closed by halt
 	haltOnce sync.Once
 
+	lat latencies // from publishing a group to its last acknowledgement
+
 	// Owned by the acknowledger.
 	held  []*batch // batches held back since the first failure
 	retry []pubRec // the latest failed record of each key, oldest first
@@ -96,6 +98,7 @@ type committer struct {
 // group is the batches published together, and the futures of their
 // records' acknowledgements in the order of publishing.
 type group struct {
+	at      time.Time // when publishing began
 	batches []*batch
 	fs      []jetstream.PubAckFuture // in the order published
 	recs    []pubRec                 // what fs[i] published; subject "" when it could not be encoded
@@ -213,7 +216,7 @@ func (c *committer) publish() {
 // rewrites.
 func (c *committer) publishGroup(q []*batch) *group {
 	r := c.r
-	g := &group{batches: q, own: make([]span, len(q))}
+	g := &group{at: time.Now(), batches: q, own: make([]span, len(q))}
 	// last[k] is the last batch of q that writes key
 	// k; at[k] the index in g.fs of the future of its record.
 	type key struct{ bucket, key string }
@@ -321,6 +324,9 @@ func (c *committer) acknowledge() {
 			}
 			b.err = berr
 			close(b.durable)
+		}
+		if len(g.fs) > 0 {
+			c.lat.add(time.Since(g.at))
 		}
 	}
 	c.fail(errShutdown)
@@ -465,4 +471,39 @@ func awaitAck(ctx context.Context, f jetstream.PubAckFuture, timeout <-chan time
 	case <-timeout:
 		return errAckTimeout
 	}
+}
+
+// latencies keeps the last latencyWindow commit latencies, for their
+// percentiles, and counts them all.
+type latencies struct {
+	mu    sync.Mutex
+	ring  [latencyWindow]time.Duration
+	n     uint64 // latencies added so far
+	total time.Duration
+}
+
+// latencyWindow is how many recent commits the percentiles are over.
+const latencyWindow = 4096
+
+func (l *latencies) add(d time.Duration) {
+	l.mu.Lock()
+	l.ring[l.n%latencyWindow] = d
+	l.n++
+	l.total += d
+	l.mu.Unlock()
+}
+
+// stats returns the count and total of all latencies, and the 50th and
+// 99th percentiles of the recent ones (zero when there are none).
+func (l *latencies) stats() (n uint64, total, p50, p99 time.Duration) {
+	l.mu.Lock()
+	k := int(min(l.n, latencyWindow))
+	recent := slices.Clone(l.ring[:k])
+	n, total = l.n, l.total
+	l.mu.Unlock()
+	if k == 0 {
+		return n, total, 0, 0
+	}
+	slices.Sort(recent)
+	return n, total, recent[(k-1)*50/100], recent[(k-1)*99/100]
 }

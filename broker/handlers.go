@@ -27,6 +27,9 @@ func (r *Runtime) handler(path string) Handler {
 	}
 	r.resvOps(m)
 	r.qpuOps(m)
+	if path == r.in.Path() {
+		m[api.OpStatus] = func(ctx context.Context, q Request) (any, error) { return r.status(ctx, q) }
+	}
 	if path != r.in.Path() {
 		for op, f := range m {
 			m[op] = r.admitted(f)
@@ -42,7 +45,7 @@ func (r *Runtime) handler(path string) Handler {
 // or others', through its instance.
 func (r *Runtime) admitted(f HandlerFunc) HandlerFunc {
 	return func(ctx context.Context, q Request) (any, error) {
-		r.mu.Lock()
+		r.lock()
 		inst, err := r.instanceOf(q)
 		if err == nil {
 			if aErr := inst.Admits(actor(q)); aErr != nil {
@@ -267,7 +270,7 @@ func (r *Runtime) job(_ context.Context, q Request) (any, error) {
 	if err := q.Decode(&jr); err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	j, err := r.visible(q, jr.ID)
 	if err != nil {
@@ -317,7 +320,7 @@ func (r *Runtime) jobs(_ context.Context, q Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	inst, err := r.instanceOf(q)
 	if err != nil {
@@ -352,7 +355,7 @@ func (r *Runtime) wait(ctx context.Context, q Request) (any, error) {
 	if wr.TimeoutMS > 0 {
 		timeout = min(time.Duration(wr.TimeoutMS)*time.Millisecond, time.Minute)
 	}
-	r.mu.Lock()
+	r.lock()
 	j, err := r.visible(q, wr.ID)
 	if err != nil || j.State.Final() {
 		r.mu.Unlock()
@@ -373,14 +376,14 @@ func (r *Runtime) wait(ctx context.Context, q Request) (any, error) {
 		case <-ctx.Done():
 		}
 	})
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	j, _ = r.in.Job(j.ID)
 	return r.apiJob(j), nil
 }
 
 func (r *Runtime) resources(_ context.Context, q Request) (any, error) {
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	inst, err := r.instanceOf(q)
 	if err != nil {

@@ -23,9 +23,10 @@ type Options struct {
 	// Ignored when NatsURL is set.
 	Listen string
 
-	// Advertise is the host:port put into instance URIs. Default: the
-	// address the embedded server listens on (the host name when it listens
-	// on every interface), or the first server of NatsURL.
+	// Advertise is the host:port put into instance URIs, or several,
+	// comma-separated (h1:4222,h2:4222: clients connect to any of them).
+	// Default: the address the embedded server listens on (the host name
+	// when it listens on every interface), or every server of NatsURL.
 	Advertise string
 
 	// StateDir holds the broker's durable state: signing keys (keys/), the
@@ -61,7 +62,11 @@ type Options struct {
 	Logger *slog.Logger
 
 	// StartTimeout bounds how long Start waits for the embedded server or
-	// the external connection. Default 10s.
+	// the external connection, and for the buckets and streams of the state
+	// to be created or moved to Replicas. Default 10s with the embedded
+	// server, DefaultExternalStartTimeout with NatsURL (a cluster elects
+	// stream leaders, and moving a bucket from 1 to 3 replicas has taken
+	// more than 10s).
 	StartTimeout time.Duration
 
 	// MaxInflight bounds the requests being handled at once, over all
@@ -164,6 +169,10 @@ const (
 	DefaultListen      = "127.0.0.1:4222"
 	DefaultVersion     = "0.1.0-dev"
 	DefaultMaxInflight = 1024
+	// DefaultStartTimeout and DefaultExternalStartTimeout are the defaults
+	// of StartTimeout with the embedded server and with NatsURL.
+	DefaultStartTimeout         = 10 * time.Second
+	DefaultExternalStartTimeout = 60 * time.Second
 )
 
 // AdminUser is the user that is always an administrator; its credentials
@@ -200,6 +209,13 @@ func (o Options) normalize() (Options, error) {
 	case o.Replicas > 1 && o.NatsURL == "":
 		return o, fmt.Errorf("broker: %d replicas need an external NATS cluster (NatsURL); the embedded server is a single node", o.Replicas)
 	}
+	if o.Advertise != "" {
+		u, err := api.ParseURI(o.Advertise)
+		if err != nil || strings.Contains(o.Advertise, "/") {
+			return o, fmt.Errorf("broker: advertise %q: give HOST:PORT, or several comma-separated (h1:4222,h2:4222)", o.Advertise)
+		}
+		o.Advertise = u.Host
+	}
 	if o.Creds != "" && o.NatsURL == "" {
 		return o, fmt.Errorf("broker: Creds is for an external NATS server; set NatsURL too")
 	}
@@ -217,8 +233,12 @@ func (o Options) normalize() (Options, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if o.StartTimeout <= 0 {
-		o.StartTimeout = 10 * time.Second
+	switch {
+	case o.StartTimeout > 0:
+	case o.NatsURL != "":
+		o.StartTimeout = DefaultExternalStartTimeout
+	default:
+		o.StartTimeout = DefaultStartTimeout
 	}
 	if o.MaxInflight <= 0 {
 		o.MaxInflight = DefaultMaxInflight
@@ -263,19 +283,24 @@ func defaultStateDir() (string, error) {
 	return filepath.Join(home, ".local", "state", "strata"), nil
 }
 
-// firstNatsHost returns host:port of the first server in a NatsURL list.
-func firstNatsHost(natsURL string) string {
-	first, _, _ := strings.Cut(natsURL, ",")
-	first = strings.TrimSpace(first)
-	if !strings.Contains(first, "://") {
-		first = "nats://" + first
+// natsHosts returns host:port of every server in a NatsURL list, joined by
+// commas, as a multi-server URI lists them; "" when one does not parse.
+func natsHosts(natsURL string) string {
+	var hosts []string
+	for _, item := range strings.Split(natsURL, ",") {
+		item = strings.TrimSpace(item)
+		if !strings.Contains(item, "://") {
+			item = "nats://" + item
+		}
+		u, err := url.Parse(item)
+		if err != nil || u.Host == "" {
+			return ""
+		}
+		h := u.Host
+		if u.Port() == "" {
+			h = net.JoinHostPort(u.Hostname(), strconv.Itoa(api.DefaultPort))
+		}
+		hosts = append(hosts, h)
 	}
-	u, err := url.Parse(first)
-	if err != nil || u.Host == "" {
-		return ""
-	}
-	if u.Port() == "" {
-		return net.JoinHostPort(u.Hostname(), strconv.Itoa(api.DefaultPort))
-	}
-	return u.Host
+	return strings.Join(hosts, ",")
 }

@@ -273,7 +273,7 @@ func (r *Runtime) qpuJobs(_ context.Context, q Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	out := api.QPUJobsReply{Jobs: []api.QPUJob{}}
 	for _, j := range r.in.QPU().Jobs(func(j *qpu.Job) bool {
@@ -298,7 +298,7 @@ func (r *Runtime) qpuShow(_ context.Context, q Request) (any, error) {
 	if err := q.Decode(&jr); err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	j, err := r.qpuVisible(q, jr.ID)
 	if err != nil {
@@ -326,7 +326,7 @@ func (r *Runtime) qpuResult(ctx context.Context, q Request) (any, error) {
 	if err := q.Decode(&rr); err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
+	r.lock()
 	j, err := r.qpuVisible(q, rr.ID)
 	if err != nil || j.State.Final() || !rr.Wait {
 		r.mu.Unlock()
@@ -351,7 +351,7 @@ func (r *Runtime) qpuResult(ctx context.Context, q Request) (any, error) {
 		case <-ctx.Done():
 		}
 	})
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	j, _ = r.in.QPU().Job(j.ID)
 	return apiQPUJob(j, true), nil
@@ -414,7 +414,7 @@ func futureSlots(rvs []instance.Resv) map[string]int {
 }
 
 func (r *Runtime) qpuStatus(_ context.Context, _ Request) (any, error) {
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	return api.QPUStatusReply{Backends: r.qpuBackends()}, nil
 }
@@ -424,7 +424,7 @@ func (r *Runtime) qpuSlots(_ context.Context, q Request) (any, error) {
 	if err := q.Decode(&sr); err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	for _, b := range r.qpuBackends() {
 		if b.Name == sr.Backend {
@@ -488,7 +488,7 @@ func (r *Runtime) qpuAcct(ctx context.Context, q Request) (any, error) {
 	if !ar.From.IsZero() && !ar.To.IsZero() && !ar.To.After(ar.From) {
 		return nil, api.Errorf(api.CodeInvalidArgument, "--to %s is not after --from %s", ar.To.Format(time.RFC3339), ar.From.Format(time.RFC3339))
 	}
-	r.mu.Lock()
+	r.lock()
 	qjobs, jobs, rvs := r.in.QPU().Jobs(nil), r.in.SlotJobs(), r.in.Resvs()
 	r.mu.Unlock()
 	// Then what left for the archive (read second, so that nothing moving
@@ -683,7 +683,7 @@ func (r *Runtime) execPull(name string, m micro.Request) {
 			}
 			p := &pull{exec: name, backend: pr.Backend, req: m}
 			p.timer = time.AfterFunc(wait, func() {
-				r.mu.Lock()
+				r.lock()
 				done := p.done
 				p.done = true
 				if !done {

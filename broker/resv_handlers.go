@@ -35,7 +35,7 @@ func (r *Runtime) maintResources(base HandlerFunc) HandlerFunc {
 		if err != nil || !ok {
 			return v, err
 		}
-		r.mu.Lock()
+		r.lock()
 		maint := map[string]bool{}
 		for _, rv := range r.in.Resvs() {
 			if rv.Maint && rv.State == resv.Active {
@@ -169,7 +169,7 @@ func (r *Runtime) resvList(_ context.Context, q Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	out := api.ResvsReply{Resvs: []api.Resv{}}
 	var at []resvCursor // of each reservation of the page
@@ -197,7 +197,7 @@ func (r *Runtime) resvShow(_ context.Context, q Request) (any, error) {
 	if err := q.Decode(&rq); err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	rv, ok := r.in.Resv(rq.Name)
 	if !ok {
@@ -326,7 +326,7 @@ func (r *Runtime) resvPlan(_ context.Context, q Request) (any, error) {
 		}
 		spec.NodeList = names
 	}
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	inst, err := r.instanceOf(q)
 	if err != nil {

@@ -94,6 +94,11 @@ type Runtime struct {
 	exec executor.Executor
 
 	mu       sync.Mutex
+	lockedAt time.Time // when mu was last taken (lock), for passAt/passDur
+	passes   uint64    // the core's pass count apply last saw
+	passAt   time.Time // when apply last saw a new scheduling pass
+	passDur  time.Duration
+	restored time.Duration // how long restore took at start
 	in       *instance.Instance
 	meta     map[instance.JobID]*jobMeta
 	keys     map[string]instance.JobID // user + "\x00" + idempotency key
@@ -246,10 +251,12 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 		return nil, err
 	}
 	r.commits = newCommitter(r)
+	restoreStart := time.Now()
 	if err := r.restore(ctx); err != nil {
 		r.commits.stop()
 		return nil, err
 	}
+	r.restored = time.Since(restoreStart)
 	if err := r.serveExecutors(); err != nil {
 		r.commits.stop()
 		return nil, err
@@ -340,7 +347,7 @@ func (r *Runtime) restore(ctx context.Context) error {
 			"what_to_do", "check the disk under the state directory; restore it from a backup if the lost jobs matter")
 	}
 
-	r.mu.Lock()
+	r.lock()
 	locked := true
 	defer func() {
 		if locked {
@@ -418,7 +425,7 @@ func (r *Runtime) loadAll(ctx context.Context, bucket string, fn func(key string
 // Close stops the timer and the services; running jobs keep running and
 // are adopted by the next runtime on the same state.
 func (r *Runtime) Close() error {
-	r.mu.Lock()
+	r.lock()
 	if r.closed {
 		r.mu.Unlock()
 		return nil
@@ -426,7 +433,7 @@ func (r *Runtime) Close() error {
 	r.closed = true
 	r.mu.Unlock()
 	r.stopArchive()
-	r.mu.Lock()
+	r.lock()
 	if r.timer != nil {
 		r.timer.Stop()
 	}
@@ -456,7 +463,7 @@ func (r *Runtime) Close() error {
 
 // waitIdle waits until no start or exit is being carried out.
 func (r *Runtime) waitIdle() {
-	r.mu.Lock()
+	r.lock()
 	for r.busy > 0 {
 		r.idle.Wait()
 	}
@@ -477,6 +484,7 @@ func (r *Runtime) release(n int) {
 // child instances are carried out at once; executor starts are prepared
 // for finish, which runs them after the lock is released.
 func (r *Runtime) apply() {
+	defer r.notePass()
 	for {
 		rd := r.in.Ready()
 		if rd.Empty() {
@@ -617,7 +625,7 @@ func (r *Runtime) finish(ctx context.Context, out output) error {
 // effects.
 func (r *Runtime) carryOut(out output) error {
 	if err := out.batch.wait(r.b.ctx); err != nil {
-		r.mu.Lock()
+		r.lock()
 		for _, t := range out.starts {
 			if r.starting[t.job] == t {
 				delete(r.starting, t.job)
@@ -628,7 +636,7 @@ func (r *Runtime) carryOut(out output) error {
 		return err
 	}
 	if len(out.signals) > 0 {
-		r.mu.Lock()
+		r.lock()
 		for _, sg := range out.signals {
 			if t := r.starting[sg.job]; t != nil {
 				t.signals = append(t.signals, sg.sig) // sent once it has started
@@ -664,7 +672,7 @@ func (r *Runtime) effect(e instance.Effect) {
 func (r *Runtime) signalOnTime(id instance.JobID, sig syscall.Signal) {
 	if d := r.walltimeLag(id, sig); d > 0 {
 		time.AfterFunc(d, func() {
-			r.mu.Lock()
+			r.lock()
 			defer r.mu.Unlock()
 			if r.signal(id, sig) {
 				r.signalled[id] = true
@@ -787,7 +795,7 @@ func (r *Runtime) runStarts(ts []*startTask) error {
 	run := func(t *startTask) {
 		defer wg.Done()
 		err := r.carryOut(r.start(t))
-		r.mu.Lock()
+		r.lock()
 		r.release(1) // carried out and recorded
 		r.mu.Unlock()
 		if err != nil {
@@ -814,7 +822,7 @@ func (r *Runtime) start(t *startTask) output {
 	r.startSem <- struct{}{}
 	rec, err := r.exec.Start(t.spec)
 	<-r.startSem
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	if r.starting[t.job] == t {
 		delete(r.starting, t.job)
@@ -873,8 +881,28 @@ func (r *Runtime) arm() {
 	}
 }
 
-func (r *Runtime) tick() {
+// lock takes r.mu and notes when, so that notePass can say how long the
+// input that ran a scheduling pass held it.
+func (r *Runtime) lock() {
 	r.mu.Lock()
+	r.lockedAt = time.Now()
+}
+
+// notePass records, when the core ran a scheduling pass since the last
+// apply, when, and how long the input that ran it has held the lock: the
+// pass, the input's own work and carrying out the effects. The core keeps
+// no wall clock, so this is the closest the broker can measure. Called
+// with r.mu held.
+func (r *Runtime) notePass() {
+	if p := r.in.Passes(); p != r.passes {
+		r.passes = p
+		r.passAt = time.Now()
+		r.passDur = r.passAt.Sub(r.lockedAt)
+	}
+}
+
+func (r *Runtime) tick() {
+	r.lock()
 	if r.closed {
 		r.mu.Unlock()
 		return
@@ -912,7 +940,7 @@ func (r *Runtime) reapExits() {
 				break more
 			}
 		}
-		r.mu.Lock()
+		r.lock()
 		now := r.now()
 		ids := make([]string, 0, len(xs))
 		for _, x := range xs {
@@ -942,7 +970,7 @@ func (r *Runtime) reapExits() {
 		r.mu.Unlock()
 		go func() {
 			defer func() {
-				r.mu.Lock()
+				r.lock()
 				r.release(1)
 				r.mu.Unlock()
 			}()
@@ -984,7 +1012,7 @@ func (r *Runtime) unserve(path string) {
 // decided, and waits (without the lock) until the changes are durable and
 // the jobs it started have started.
 func (r *Runtime) do(ctx context.Context, f func(now instance.Time) (any, error)) (any, error) {
-	r.mu.Lock()
+	r.lock()
 	if r.closed {
 		r.mu.Unlock()
 		return nil, api.Errorf(api.CodeUnavailable, "the broker is shutting down")

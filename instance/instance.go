@@ -89,6 +89,7 @@ type Instance struct {
 
 // shared is the state of a whole instance tree.
 type shared struct {
+	passes   uint64 // scheduling passes run in the tree (Stats)
 	newID    func() JobID
 	lastID   JobID
 	lastResv int64
@@ -513,6 +514,35 @@ func (in *Instance) newJobCheck(now Time, spec Spec) (Spec, error) {
 
 // LastID is the highest job ID this instance's tree has handed out.
 func (in *Instance) LastID() JobID { return in.sh.lastID }
+
+// Stats are counters of the whole tree, cheap to read (no job is copied).
+type Stats struct {
+	// Passes is the number of scheduling passes run so far, over every
+	// instance of the tree.
+	Passes uint64
+	// Jobs counts the jobs the tree holds, by state.
+	Pending, Running, Ended int
+}
+
+// Passes returns the number of scheduling passes run so far in the tree
+// (Stats.Passes), without walking the jobs.
+func (in *Instance) Passes() uint64 { return in.sh.passes }
+
+// Stats returns counters of the whole tree. It walks the jobs once.
+func (in *Instance) Stats() Stats {
+	st := Stats{Passes: in.sh.passes}
+	for _, j := range in.sh.jobs {
+		switch {
+		case j.State == Pending:
+			st.Pending++
+		case j.State == Running:
+			st.Running++
+		case j.State.Final():
+			st.Ended++
+		}
+	}
+	return st
+}
 
 // NumJobs is how many jobs the tree holds, in every state.
 func (in *Instance) NumJobs() int { return len(in.sh.jobs) }

@@ -58,6 +58,7 @@ func (in *Instance) schedule(now Time) {
 	}
 	in.pass++
 	in.passAt = now
+	in.sh.passes++
 	in.cut = false
 	w := walk{free: in.freeNodesAt(now), plannedLeft: in.nplan}
 	in.queue.Ascend(func(j *Job) bool {

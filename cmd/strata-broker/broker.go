@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -19,6 +22,7 @@ import (
 
 	"github.com/strata-hpc/strata/api"
 	"github.com/strata-hpc/strata/broker"
+	"github.com/strata-hpc/strata/broker/metrics"
 	"github.com/strata-hpc/strata/broker/qpuexec"
 	"github.com/strata-hpc/strata/instance"
 	"github.com/strata-hpc/strata/internal/cliapp"
@@ -40,7 +44,9 @@ func brokerCommand() *cli.Command {
 				&cli.StringFlag{Name: "listen", Value: broker.DefaultListen, Usage: "host:port of the embedded NATS server"},
 				&cli.StringFlag{Name: "state-dir", Usage: "durable state (default $XDG_STATE_HOME/strata, else ~/.local/state/strata)"},
 				&cli.StringFlag{Name: "nats-url", Usage: "use this external NATS server or cluster instead of the embedded one"},
-				&cli.StringFlag{Name: "nats-creds", Usage: "credentials for --nats-url"},
+				&cli.StringFlag{Name: "advertise", Usage: "the servers instance URIs name, HOST:PORT or several comma-separated (default: the embedded server's address, or every server of --nats-url)"},
+				&cli.StringFlag{Name: "nats-creds", Aliases: []string{"creds"}, Usage: "credentials for --nats-url: the broker.creds that 'strata nats init' wrote"},
+				&cli.StringFlag{Name: "start-timeout", Usage: "how long start-up may wait for NATS and the state's buckets (default 10s embedded, 60s on --nats-url: moving buckets to more replicas takes a while)"},
 				&cli.IntFlag{Name: "replicas", Value: 1, Usage: "JetStream replicas of the broker's state (external clusters)"},
 				&cli.StringFlag{Name: "sync", Value: "2m", Usage: "when the embedded server syncs its writes to the disk: an interval, or always (every write before it is acknowledged: nothing acknowledged is lost even by an OS crash or a power loss, at a cost in throughput); a crash of the broker's process loses nothing acknowledged either way"},
 				&cli.StringFlag{Name: "nodes", Value: "node[0-15]", Usage: "the nodes, as a hostlist"},
@@ -60,11 +66,12 @@ func brokerCommand() *cli.Command {
 				&cli.StringSliceFlag{Name: "admin", Usage: "a user with administrator rights (repeatable; 'admin' always is one)"},
 				&cli.BoolFlag{Name: "run-as-self", Usage: "run every job as the broker's own Unix account, not as its user's (single-user installs, tests; as root it needs --allow-root-jobs too)"},
 				&cli.BoolFlag{Name: "allow-root-jobs", Usage: "let jobs run as root: with --run-as-self when the broker runs as root, or for users mapped to a uid-0 account"},
+				&cli.StringFlag{Name: "metrics-listen", Usage: "serve Prometheus metrics (the figures of 'strata broker status') on HOST:PORT at /metrics, e.g. 127.0.0.1:9090"},
 				&cli.BoolFlag{Name: "debug", Usage: "log debug messages"},
 				&cli.StringFlag{Name: "config", Usage: "a JSON file of flag values, e.g. {\"nodes\": \"node[0-63]\", \"qpu\": [\"qpu0:4\"], \"policy\": \"conservative\"}; flags on the command line win"},
 			},
 			Action: runBroker,
-		}},
+		}, cliapp.BrokerStatusCommand()},
 	}
 }
 
@@ -96,7 +103,10 @@ func runBroker(c *cli.Context) error {
 		return cliapp.UsageErr(fmt.Errorf("--policy: %w", err))
 	}
 	durs := map[string]time.Duration{}
-	for _, f := range []string{"default-walltime", "max-walltime", "kill-grace", "qpu-heartbeat", "keep-finished"} {
+	for _, f := range []string{"default-walltime", "max-walltime", "kill-grace", "qpu-heartbeat", "keep-finished", "start-timeout"} {
+		if f == "start-timeout" && c.String(f) == "" {
+			continue
+		}
 		d, err := when.ParseDuration(c.String(f))
 		if err != nil {
 			return cliapp.UsageErr(fmt.Errorf("--%s: %w", f, err))
@@ -127,11 +137,12 @@ func runBroker(c *cli.Context) error {
 	log := slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level}))
 	b, err := broker.New(broker.Options{
 		Listen: c.String("listen"), StateDir: c.String("state-dir"),
-		NatsURL: c.String("nats-url"), Creds: c.String("nats-creds"), Replicas: c.Int("replicas"),
+		Advertise: c.String("advertise"),
+		NatsURL:   c.String("nats-url"), Creds: c.String("nats-creds"), Replicas: c.Int("replicas"),
 		Admins: c.StringSlice("admin"), Version: cliapp.Version(), Logger: log,
 		Limits:           api.Limits{MaxWalltime: durs["max-walltime"], MaxEnvBytes: c.Int("max-env")},
 		MaxActivePerUser: c.Int("max-active-per-user"), MaxRequestsPerUser: c.Int("max-requests-per-user"),
-		PublicJobs: publicJobs, Sync: sync,
+		PublicJobs: publicJobs, Sync: sync, StartTimeout: durs["start-timeout"],
 	})
 	if err != nil {
 		return err
@@ -153,6 +164,24 @@ func runBroker(c *cli.Context) error {
 		}
 		return err
 	}
+	var metricsSrv *http.Server
+	if addr := c.String("metrics-listen"); addr != "" {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			rt.Close()
+			b.Shutdown()
+			return cliapp.UsageErr(fmt.Errorf("--metrics-listen %s: %w; give a free HOST:PORT such as 127.0.0.1:9090", addr, err))
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", metrics.Handler(rt))
+		metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := metricsSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("metrics endpoint stopped", "err", err)
+			}
+		}()
+		log.Info("serving metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+	}
 	ctx, stopSims := context.WithCancel(context.Background())
 	defer stopSims()
 	if c.Bool("qpu-sim") {
@@ -168,6 +197,9 @@ func runBroker(c *cli.Context) error {
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	s := <-sig
 	log.Info("shutting down", "signal", s.String())
+	if metricsSrv != nil {
+		metricsSrv.Close()
+	}
 	rt.Close()
 	b.Shutdown()
 	return nil
