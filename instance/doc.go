@@ -5,12 +5,14 @@
 // # Inputs and outputs
 //
 // Every input is a method call that carries the current time: Submit,
-// Cancel, Update, Exited, Tick, AddResv, RemoveResv. An input either fails,
+// Cancel, Update, Exited, Tick, AddResv, RemoveResv, and, on the root, the
+// node states NodesDown, NodesUp, Drain and Undrain. An input either fails,
 // changing nothing, or is applied in full and followed by a scheduling pass.
 // What the runtime must do as a result accumulates as Effects (start job J
 // on nodes N, signal J, start or stop a child instance) together with the
 // IDs of jobs and reservations whose records changed; the driver drains them
-// with Ready and carries them out. NextWake says when the instance next needs
+// with Ready and carries them out; Ready also names the nodes whose state
+// records changed. NextWake says when the instance next needs
 // a Tick even if nothing else happens (a walltime, a kill grace period, a
 // begin time, a reservation boundary).
 //
@@ -52,6 +54,16 @@
 // its place in the queue), the same as a sentence in Reason, and, when it is
 // planned, a PlannedStart; every transition is recorded as an Event with its
 // time and cause, so that a job's whole story can be read back.
+//
+// # Node states
+//
+// A node of the root is down (its health failed; the runtime says so) or
+// drained (staff took it out), or both, or up. No instance of the tree
+// starts or plans anything on a node down or drained. A node going down
+// ends the jobs running on it, anywhere in the tree, as lost (requeued if
+// they asked to be), and a child job's instance ends with its job; a
+// drained node's jobs run to their end. With no node out the schedules are
+// exactly those of a machine without node states (see nodes.go).
 //
 // # Instances
 //

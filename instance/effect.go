@@ -39,10 +39,13 @@ type Ready struct {
 	Effects []Effect
 	Jobs    []JobID  // in the order they first changed
 	Resvs   []string // reservation names, in the order they first changed
+	Nodes   []string // nodes whose state changed (NodeState), in the order they first changed
 }
 
 // Empty reports whether there is nothing to do.
-func (r Ready) Empty() bool { return len(r.Effects) == 0 && len(r.Jobs) == 0 && len(r.Resvs) == 0 }
+func (r Ready) Empty() bool {
+	return len(r.Effects) == 0 && len(r.Jobs) == 0 && len(r.Resvs) == 0 && len(r.Nodes) == 0
+}
 
 // SignalName returns the conventional name of a signal ("SIGTERM").
 func SignalName(s syscall.Signal) string {

@@ -74,7 +74,10 @@ type Instance struct {
 	owner  string      // the user of a child job's instance, who alone (and admins) may use it
 	ended  bool        // a child whose window or job has ended
 	layer  []layerSpan // its maintenance layer (see maint.go)
-	sh     *shared
+	// out are its nodes that are down or drained, usable the others;
+	// both are empty while no node is out (see nodes.go).
+	out, usable timeline.NodeSet
+	sh          *shared
 }
 
 // shared is the state of a whole instance tree.
@@ -92,6 +95,10 @@ type shared struct {
 	out      Ready
 	outJobs  map[JobID]bool
 	outResvs map[string]bool
+	outNodes map[string]bool
+	// nodes holds the state of the root's nodes that are down or
+	// drained, by name (see nodes.go).
+	nodes map[string]*NodeState
 }
 
 // wake is a moment at which the tree must act even if nothing happens.
@@ -148,6 +155,8 @@ func New(cfg Config) (*Instance, error) {
 		dirty:    make(map[*Instance]bool),
 		outJobs:  make(map[JobID]bool),
 		outResvs: make(map[string]bool),
+		outNodes: make(map[string]bool),
+		nodes:    make(map[string]*NodeState),
 	}
 	return newInstance(cfg, nil, sh)
 }
@@ -182,6 +191,7 @@ func newInstance(cfg Config, parent *Instance, sh *shared) (*Instance, error) {
 		sh:     sh,
 	}
 	sh.insts[cfg.Path] = in
+	in.refreshOut()
 	return in, nil
 }
 
@@ -232,6 +242,7 @@ func (in *Instance) Ready() Ready {
 	in.sh.out = Ready{}
 	clear(in.sh.outJobs)
 	clear(in.sh.outResvs)
+	clear(in.sh.outNodes)
 	return r
 }
 

@@ -226,6 +226,9 @@ func (in *Instance) killFirst(req timeline.Request, cands []cand, base *timeline
 		return req
 	}
 	free := base.FreeNodes(spec.Start, spec.End)
+	if !in.out.IsEmpty() {
+		free = free.Intersect(in.usable)
+	}
 	if free.Len() >= req.Nodes {
 		return req
 	}

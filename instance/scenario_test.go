@@ -37,6 +37,9 @@ var update = flag.Bool("update", false, "rewrite the golden scenario files in te
 //	at T usage [PATH]                   (nodes by what holds them at T)
 //	at T marked NAME                    (running jobs marked to die at its start)
 //	at T rmresv NAME
+//	at T down HOSTLIST REASON... | at T up HOSTLIST
+//	at T drain USER HOSTLIST REASON... | at T undrain USER HOSTLIST  (HOSTLIST "-": none)
+//	nodes                               (the nodes down or drained)
 //	show ID | jobs [PATH] | resvs
 //	why ID                              (a pending job's Wait, as data)
 //
@@ -308,6 +311,24 @@ func (s *scenario) run(line string) (out []string) {
 			out = append(out, jobLine(j))
 		}
 		return out
+	case "nodes":
+		for _, n := range s.in.NodeStates() {
+			if !n.Out() {
+				continue
+			}
+			line := n.Name
+			if n.Down {
+				line += fmt.Sprintf(" down since %d (%s)", n.DownSince, n.DownReason)
+			}
+			if n.Drained {
+				line += fmt.Sprintf(" drained by %s since %d (%s)", n.DrainedBy, n.DrainSince, n.DrainReason)
+			}
+			out = append(out, line)
+		}
+		if len(out) == 0 {
+			out = []string{"all nodes up"}
+		}
+		return out
 	case "resvs":
 		for _, r := range s.in.Resvs() {
 			out = append(out, fmt.Sprintf("%s %s [%d,%d) %s users=%s killed=%v", r.Name, r.State, r.Start, r.End,
@@ -318,8 +339,12 @@ func (s *scenario) run(line string) (out []string) {
 		now := Time(atoi(f[1]))
 		s.now = now
 		out = s.at(now, f[2], f[3:])
-		for _, e := range s.in.Ready().Effects {
+		rd := s.in.Ready()
+		for _, e := range rd.Effects {
 			out = append(out, effectLine(e))
+		}
+		if len(rd.Nodes) > 0 {
+			out = append(out, "node records changed: "+strings.Join(rd.Nodes, ","))
 		}
 		return out
 	}
@@ -391,6 +416,30 @@ func (s *scenario) at(now Time, cmd string, args []string) []string {
 		return errOut(in.Exited(now, JobID(atoi(pos[0])), e))
 	case "cancel":
 		return errOut(in.Cancel(now, actor(pos[0]), JobID(atoi(pos[1]))))
+	case "down", "up":
+		var names []string
+		if pos[0] != "-" {
+			var err error
+			if names, err = hostlist.Parse(pos[0]); err != nil {
+				return errOut(err)
+			}
+		}
+		if cmd == "up" {
+			return errOut(in.NodesUp(now, names))
+		}
+		return errOut(in.NodesDown(now, names, strings.Join(pos[1:], " ")))
+	case "drain", "undrain":
+		var names []string
+		if pos[1] != "-" {
+			var err error
+			if names, err = hostlist.Parse(pos[1]); err != nil {
+				return errOut(err)
+			}
+		}
+		if cmd == "undrain" {
+			return errOut(in.Undrain(now, actor(pos[0]), names))
+		}
+		return errOut(in.Drain(now, actor(pos[0]), names, strings.Join(pos[2:], " ")))
 	case "hold", "release":
 		h := cmd == "hold"
 		return errOut(in.Update(now, actor(pos[0]), JobID(atoi(pos[1])), Update{Hold: &h}))
