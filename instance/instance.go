@@ -74,6 +74,9 @@ type Instance struct {
 	owner  string      // the user of a child job's instance, who alone (and admins) may use it
 	ended  bool        // a child whose window or job has ended
 	layer  []layerSpan // its maintenance layer (see maint.go)
+	// maintWaits: its maintenance layer leaves nodes to running jobs
+	// that a window waits for; it is laid again when one ends.
+	maintWaits bool
 	// out are its nodes that are down or drained, usable the others;
 	// both are empty while no node is out (see nodes.go).
 	out, usable timeline.NodeSet
@@ -922,6 +925,15 @@ func (in *Instance) release(now Time, j *Job) {
 	in.setDeadline(j, 0)
 	in.freed = true
 	in.dirty()
+	owner := in
+	if in.resv != nil && !in.resv.Maint {
+		owner = in.parent
+	}
+	if owner.maintWaits {
+		// A maintenance window waited for it: the window takes its
+		// nodes now.
+		owner.rebuildMaint(now, nil)
+	}
 }
 
 // jobEnded resolves the jobs that depend on j.

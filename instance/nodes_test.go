@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/strata-hpc/strata/resv"
 )
 
 // TestNodeStateErrors checks that every bad call is refused with the error
@@ -231,6 +233,52 @@ func TestDrainedNodeNeverUsed(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestMaintWaitRestore: a maintenance window in drain mode waiting for a
+// running job comes back from its records with the job still running
+// (not lost to its own layer), waiting for the same job.
+func TestMaintWaitRestore(t *testing.T) {
+	admin, alice := Actor{User: "admin", Admin: true}, Actor{User: "alice"}
+	build := func() *Instance {
+		in, err := New(Config{Nodes: names("n", 2), KillGrace: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return in
+	}
+	a := build()
+	id, err := a.Submit(0, alice, "root", Spec{Nodes: 1, Walltime: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.AddResv(10, admin, resv.Spec{Name: "fix", Start: 50, End: 500, NodeList: []string{"n0"}, Maint: true}); err != nil {
+		t.Fatal(err)
+	}
+	wantAt, wantIDs := a.MaintWait("fix")
+	if wantAt != 105 || !slices.Equal(wantIDs, []JobID{id}) {
+		t.Fatalf("MaintWait: %d %v, want 105 [%d]", wantAt, wantIDs, id)
+	}
+	b := build()
+	rs, js := snapshot(a)
+	lost, err := b.Restore(20, rs, js)
+	if err != nil || len(lost) != 0 {
+		t.Fatalf("Restore: lost %v, %v", lost, err)
+	}
+	if at, ids := b.MaintWait("fix"); at != wantAt || !slices.Equal(ids, wantIDs) {
+		t.Errorf("restored MaintWait: %d %v, want %d %v", at, ids, wantAt, wantIDs)
+	}
+	if err := b.Exited(30, id, Exit{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Submit(30, alice, "root", Spec{NodeList: []string{"n0"}, Walltime: 30}); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range b.Ready().Effects {
+		if e.Kind == StartJob {
+			t.Errorf("a job of 30s started on n0 at 30, running into the window at 50 that waited for n0: %+v", e)
 		}
 	}
 }

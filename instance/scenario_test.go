@@ -36,6 +36,7 @@ var update = flag.Bool("update", false, "rewrite the golden scenario files in te
 //	at T plan dur=S (n=N|nodes=HOSTLIST) [overlap=kill] [maint] [count=N]
 //	at T usage [PATH]                   (nodes by what holds them at T)
 //	at T marked NAME                    (running jobs marked to die at its start)
+//	at T maintwait NAME                 (the jobs a maintenance window in drain mode waits for)
 //	at T rmresv NAME
 //	at T down HOSTLIST REASON... | at T up HOSTLIST
 //	at T drain USER HOSTLIST REASON... | at T undrain USER HOSTLIST  (HOSTLIST "-": none)
@@ -474,6 +475,13 @@ func (s *scenario) at(now Time, cmd string, args []string) []string {
 		if v := m["as"]; v != "" {
 			who = v
 		}
+		if m["dry"] == "true" {
+			p, err := in.PlanResv(spec)
+			if err != nil {
+				return errOut(err)
+			}
+			return []string{fmt.Sprintf("plan %s on %s kill=%v wait=%v effective=%d", spec.Name, hostlist.Format(in.names(p.Nodes)), p.Kill, p.Wait, p.Effective)}
+		}
 		r, err := in.AddResv(now, actor(who), spec)
 		if err != nil {
 			return errOut(err)
@@ -581,6 +589,9 @@ func (s *scenario) at(now Time, cmd string, args []string) []string {
 		return out
 	case "marked":
 		return []string{fmt.Sprintf("marked for %s: %v", pos[0], in.MarkedFor(pos[0]))}
+	case "maintwait":
+		t, ids := in.MaintWait(pos[0])
+		return []string{fmt.Sprintf("%s waits for %v until %d", pos[0], ids, t)}
 	case "rmresv":
 		who := "admin"
 		if v := m["as"]; v != "" {
