@@ -265,7 +265,7 @@ func (r *Runtime) sweep(ctx context.Context) (int, error) {
 	r.mu.Lock()
 	var gone []instance.JobID
 	for _, m := range moves {
-		if r.in.ForgetJob(m.id) != nil {
+		if _, err := r.in.Step(r.now(), instance.ForgetJob{Job: m.id}); err != nil {
 			continue // no longer forgettable: a dependent came meanwhile
 		}
 		gone = append(gone, m.id)

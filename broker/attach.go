@@ -19,7 +19,7 @@ func (r *Runtime) requeue(ctx context.Context, q Request) (any, error) {
 		return nil, err
 	}
 	return r.do(ctx, func(now instance.Time) (any, error) {
-		if err := r.in.Requeue(now, actor(q), instance.JobID(jr.ID)); err != nil {
+		if _, err := r.in.Step(now, instance.Requeue{Who: actor(q), Job: instance.JobID(jr.ID)}); err != nil {
 			return nil, coreError(err)
 		}
 		j, _ := r.in.Job(instance.JobID(jr.ID))

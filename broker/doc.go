@@ -44,7 +44,10 @@
 //
 // KeyValue and Stream open JetStream buckets and streams with
 // Options.Replicas; the broker keeps its users in the bucket strata_users.
-// The Runtime (RunInstances) keeps jobs, reservations and QPU records in
+// The Runtime (RunInstances) is the core's driver: for every request, exit
+// and timer it takes the lock, steps the core with one input value
+// (instance.Step), persists what Ready says changed and then carries out
+// the effects. It keeps jobs, reservations and QPU records in
 // strata_jobs, strata_resvs and strata_qpu, and acknowledges a request only
 // once the records it changed are durable. A job array is written as one
 // record in strata_arrays (all its tasks or none, in one write); a task
@@ -52,10 +55,13 @@
 //
 // # QPUs
 //
-// The Runtime also hosts the QPU scheduler (package qpu). A running job, a
-// child instance or an active reservation that holds slots on a backend is
-// a session on it, and its users submit QPU jobs through their instance.
-// QPU executors (package qpuexec) speak the executor protocol on
+// QPU policy is the core's: the instance owns the QPU scheduler (package
+// qpu), and a running job, a child instance or an active reservation that
+// holds slots on a backend is a session on it, opened, re-weighed and
+// closed by the core as holders come and go; its users submit QPU jobs
+// through their instance. The Runtime (qpu.go) keeps the executor
+// protocol: it feeds executors' messages to the core as inputs, persists
+// what Ready says changed and answers once it is durable. QPU executors (package qpuexec) speak the executor protocol on
 // strata.v1.exec.NAME.{register,pull,heartbeat,result}, a micro service
 // named strata-qpu-executors: a pull waits until a job is due and is
 // answered once the job's record is durable; a cancelled job's executor is

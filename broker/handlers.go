@@ -120,16 +120,15 @@ func (r *Runtime) submit(ctx context.Context, q Request) (any, error) {
 				return r.apiJob(j), nil
 			}
 		}
-		var id instance.JobID
-		var err error
+		var in instance.Input = instance.Submit{Who: actor(q), Path: q.Path, Spec: spec}
 		if sr.Array != nil {
-			id, err = r.in.SubmitArray(now, actor(q), q.Path, spec, sr.Array.Tasks, sr.Array.Limit)
-		} else {
-			id, err = r.in.Submit(now, actor(q), q.Path, spec)
+			in = instance.SubmitArray{Who: actor(q), Path: q.Path, Spec: spec, Tasks: sr.Array.Tasks, Limit: sr.Array.Limit}
 		}
+		o, err := r.in.Step(now, in)
 		if err != nil {
 			return nil, coreError(err)
 		}
+		id := o.Job
 		r.meta[id] = meta // persisted with the record by apply
 		if sr.Array != nil {
 			r.newArrays = append(r.newArrays, id)
@@ -171,7 +170,7 @@ func (r *Runtime) cancel(ctx context.Context, q Request) (any, error) {
 			n := 0
 			for _, t := range tasks {
 				if j, _ := r.in.Job(t); !j.State.Final() {
-					if err := r.in.Cancel(now, actor(q), t); err != nil {
+					if _, err := r.in.Step(now, instance.Cancel{Who: actor(q), Job: t}); err != nil {
 						return nil, coreError(err)
 					}
 					n++
@@ -183,13 +182,11 @@ func (r *Runtime) cancel(ctx context.Context, q Request) (any, error) {
 			j, _ := r.in.Job(id)
 			return r.apiJob(j), nil
 		}
-		do := r.in.Cancel
+		var in instance.Input = instance.Cancel{Who: actor(q), Job: id}
 		if cr.ExitCode != nil {
-			do = func(now instance.Time, who instance.Actor, id instance.JobID) error {
-				return r.in.Release(now, who, id, *cr.ExitCode)
-			}
+			in = instance.Release{Who: actor(q), Job: id, Code: *cr.ExitCode}
 		}
-		if err := do(now, actor(q), id); err != nil {
+		if _, err := r.in.Step(now, in); err != nil {
 			return nil, coreError(err)
 		}
 		j, _ := r.in.Job(id)
@@ -245,7 +242,7 @@ func (r *Runtime) update(ctx context.Context, q Request) (any, error) {
 		u.Begin = &b
 	}
 	return r.do(ctx, func(now instance.Time) (any, error) {
-		if err := r.in.Update(now, actor(q), instance.JobID(ur.ID), u); err != nil {
+		if _, err := r.in.Step(now, instance.UpdateJob{Who: actor(q), Job: instance.JobID(ur.ID), Change: u}); err != nil {
 			return nil, coreError(err)
 		}
 		j, _ := r.in.Job(instance.JobID(ur.ID))

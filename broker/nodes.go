@@ -26,7 +26,7 @@ const NodesBucket = store.NodesBucket
 func (r *Runtime) NodesDown(nodes []string, reason string) error {
 	_, err := r.do(r.b.ctx, func(now instance.Time) (any, error) {
 		lost := r.jobsOnNodesGoingDown(nodes)
-		if err := r.in.NodesDown(now, nodes, reason); err != nil {
+		if _, err := r.in.Step(now, instance.NodesDown{Nodes: nodes, Reason: reason}); err != nil {
 			return nil, coreError(err)
 		}
 		r.orphan(lost)
@@ -40,7 +40,8 @@ func (r *Runtime) NodesDown(nodes []string, reason string) error {
 // unknown node or an empty list is an error that changes nothing.
 func (r *Runtime) NodesUp(nodes []string) error {
 	_, err := r.do(r.b.ctx, func(now instance.Time) (any, error) {
-		return nil, coreError(r.in.NodesUp(now, nodes))
+		_, err := r.in.Step(now, instance.NodesUp{Nodes: nodes})
+		return nil, coreError(err)
 	})
 	return err
 }
@@ -180,13 +181,11 @@ func (r *Runtime) nodeDrainOp(ctx context.Context, q Request, drain bool) (any, 
 		return nil, api.Errorf(api.CodeInvalidArgument, "nodes: %v", err)
 	}
 	return r.do(ctx, func(now instance.Time) (any, error) {
-		var err error
+		var x instance.Input = instance.Undrain{Who: actor(q), Nodes: names}
 		if drain {
-			err = r.in.Drain(now, actor(q), names, dr.Reason)
-		} else {
-			err = r.in.Undrain(now, actor(q), names)
+			x = instance.Drain{Who: actor(q), Nodes: names, Reason: dr.Reason}
 		}
-		if err != nil {
+		if _, err := r.in.Step(now, x); err != nil {
 			return nil, coreError(err)
 		}
 		want := map[string]bool{}

@@ -20,10 +20,11 @@ import (
 	"github.com/strata-hpc/strata/resv"
 )
 
-// qpuRuntime is the runtime's QPU side: the scheduler core, and what
-// waits on it. Everything in it is guarded by Runtime.mu.
+// qpuRuntime is the runtime's QPU side: the executor protocol and what
+// waits on it. The QPU scheduler itself (sessions, weights, admission,
+// executor loss) is the core's (instance.Instance.QPUSubmit and the rest),
+// on the core's clock. Everything in it is guarded by Runtime.mu.
 type qpuRuntime struct {
-	s         *qpu.Scheduler
 	heartbeat time.Duration
 	pullWait  time.Duration
 	// recs are the changed records, taken by output with the core's.
@@ -39,11 +40,7 @@ type qpuRuntime struct {
 	aborts []qpuAbort
 	// results are qpu-result requests waiting for a job to end.
 	results map[qpu.JobID][]chan struct{}
-	// byJob maps a core job holding an open session to its session path.
-	byJob  map[instance.JobID]string
-	timer  *time.Timer
-	wakeAt qpu.Time
-	svc    micro.Service
+	svc     micro.Service
 }
 
 type pull struct {
@@ -74,168 +71,80 @@ type handout struct {
 	task api.ExecTask
 }
 
-func qpuNow() qpu.Time { return qpu.Time(time.Now().UnixMilli()) }
-
-// startQPU creates the QPU scheduler for the configured backends; restoreQPU
-// fills it and serveExecutors starts the executor protocol.
-func (r *Runtime) startQPU() error {
-	var bcs []qpu.BackendConfig
-	for _, p := range r.res.QPUs {
-		bcs = append(bcs, qpu.BackendConfig{Name: p.Name, Slots: p.Size, Concurrency: r.res.QPUConcurrency[p.Name]})
+// qpuHeartbeat is how often QPU executors send heartbeats: res's, or 1 s.
+func qpuHeartbeat(res Resources) time.Duration {
+	if res.QPUHeartbeat <= 0 {
+		return time.Second
 	}
-	hb := r.res.QPUHeartbeat
-	if hb <= 0 {
-		hb = time.Second
-	}
-	s, err := qpu.New(qpu.Config{Backends: bcs, HeartbeatTimeout: qpu.Time(3 * hb / time.Millisecond)})
-	if err != nil {
-		return fmt.Errorf("broker: QPU backends: %w", err)
-	}
-	r.qp = qpuRuntime{s: s, heartbeat: hb, pullWait: 10 * time.Second, pulls: map[string][]*pull{},
-		results: map[qpu.JobID][]chan struct{}{}, byJob: map[instance.JobID]string{}}
-	return nil
+	return res.QPUHeartbeat
 }
 
-// restoreQPU loads the QPU records and ends the sessions whose holders are
-// gone. It runs under r.mu, after the core's restore.
-func (r *Runtime) restoreQPU(ctx context.Context) error {
+// qpuHeartbeatTimeout is how long an executor may stay silent: three
+// heartbeats, in the core's whole seconds rounded up, and one second
+// more, since a whole-second clock can see a silence up to a second
+// longer than it is.
+func qpuHeartbeatTimeout(hb time.Duration) instance.Duration {
+	return instance.Duration((3*hb+time.Second-1)/time.Second) + 1
+}
+
+// startQPU sets up the executor protocol's state; restoreQPU fills the
+// core's QPU scheduler and serveExecutors starts the protocol.
+func (r *Runtime) startQPU() {
+	r.qp = qpuRuntime{heartbeat: qpuHeartbeat(r.res), pullWait: 10 * time.Second, pulls: map[string][]*pull{},
+		results: map[qpu.JobID][]chan struct{}{}}
+}
+
+// restoreQPU loads the QPU records into the core, which ends the sessions
+// whose holders are gone. It runs under r.mu, after the core's restore.
+func (r *Runtime) restoreQPU(ctx context.Context, now instance.Time) error {
 	var recs store.QPURecords
 	if err := r.loadAll(ctx, QPUBucket, recs.DecodeQPU); err != nil {
 		return err
 	}
-	backs, sess, jobs := recs.Backends, recs.Sessions, recs.Jobs
-	if err := r.qp.s.Restore(qpuNow(), backs, sess, jobs); err != nil {
+	if err := r.in.RestoreQPU(now, recs.Backends, recs.Sessions, recs.Jobs); err != nil {
 		return fmt.Errorf("broker: restore QPU state: %w", err)
 	}
-	for _, ss := range r.qp.s.Sessions() {
-		if !ss.Open() {
-			continue
-		}
-		if _, _, start, ok := r.slotHolder(ss.Key.Path, ss.Key.Backend); !ok || qpu.Time(start)*1000 > ss.Opened {
-			r.qp.s.Close(qpuNow(), ss.Key.Path, ss.Key.Backend, "its instance ended while the broker was down")
-		} else if id, ok := instance.JobOfPath(ss.Key.Path); ok {
-			r.qp.byJob[id] = ss.Key.Path
-		}
-	}
-	r.b.log.Info("QPU state restored", "jobs", len(jobs), "sessions", len(sess))
+	r.b.log.Info("QPU state restored", "jobs", len(recs.Jobs), "sessions", len(recs.Sessions))
 	return nil
 }
 
-// slotHolder returns what holds slots on backend at path now: the slots,
-// the users who may use them, and when the holder started (core seconds).
-// A holder is a running job (the session path is its instance's path and
-// "j" with its ID, whether or not it is a child instance) or an active
-// reservation.
-func (r *Runtime) slotHolder(path, backend string) (slots int, users []string, start instance.Time, ok bool) {
-	if id, isJob := instance.JobOfPath(path); isJob {
-		j, found := r.in.Job(id)
-		if !found || j.State != instance.Running || instance.JobPath(j.Path, id) != path {
-			return 0, nil, 0, false
+// applyQPU carries out what the core's QPU scheduler decided (rd): records
+// to persist, waiting pulls to serve, executors to tell. It runs under
+// r.mu, in apply.
+func (r *Runtime) applyQPU(rd qpu.Ready) {
+	v := r.in.QPU()
+	for _, id := range rd.Jobs {
+		j, _ := v.Job(id)
+		r.qp.recs = append(r.qp.recs, record{bucket: QPUBucket, key: store.QPUJobKey(id), v: store.FromQPUJob(j)})
+		if j.State.Final() {
+			for _, c := range r.qp.results[id] {
+				close(c)
+			}
+			delete(r.qp.results, id)
 		}
-		return j.Spec.Slots[backend], []string{j.Spec.User}, j.Start, j.Spec.Slots[backend] > 0
 	}
-	name, isResv := strings.CutPrefix(path, api.RootPath+".")
-	if !isResv {
-		return 0, nil, 0, false
+	for _, k := range rd.Sessions {
+		ss, _ := v.Session(k)
+		r.qp.recs = append(r.qp.recs, record{bucket: QPUBucket, key: store.QPUSessionKey(k), v: store.FromQPUSession(ss)})
 	}
-	rv, found := r.in.Resv(name)
-	if !found || rv.Path != path || rv.State != resv.Active || rv.Slots[backend] == 0 {
-		return 0, nil, 0, false
-	}
-	return rv.Slots[backend], rv.Users, rv.Start, true
-}
-
-// ownSlots is what a session weighs in fair share: the slots its holder
-// holds on backend, less those that the holder's running child jobs hold
-// (they are sessions of their own), so that no slot counts twice.
-func (r *Runtime) ownSlots(path, backend string, held int) int {
-	inst, ok := r.in.Child(path)
-	if !ok {
-		return held // a plain job: no children
-	}
-	for _, j := range inst.Jobs(func(j *instance.Job) bool { return j.State == instance.Running && j.Spec.Slots[backend] > 0 }) {
-		held -= j.Spec.Slots[backend]
-	}
-	return held
-}
-
-// reweigh brings an open session's weight up to date (child jobs holding
-// its slots come and go) before its device time is charged.
-func (r *Runtime) reweigh(now qpu.Time, k qpu.SessionKey) {
-	ss, ok := r.qp.s.Session(k)
-	if !ok || !ss.Open() {
-		return
-	}
-	if held, users, _, alive := r.slotHolder(k.Path, k.Backend); alive {
-		r.qp.s.Open(now, k.Path, k.Backend, max(1, r.ownSlots(k.Path, k.Backend, held)), users)
-	}
-}
-
-// qpuJobChanged ends the sessions of a core job that stopped running.
-func (r *Runtime) qpuJobChanged(id instance.JobID) {
-	path, ok := r.qp.byJob[id]
-	if !ok {
-		return
-	}
-	j, _ := r.in.Job(id)
-	if j.State == instance.Running {
-		return
-	}
-	delete(r.qp.byJob, id)
-	r.qp.s.Close(qpuNow(), path, "", fmt.Sprintf("its job %d ended (%s)", id, j.State))
-}
-
-// qpuInstanceEnded ends the sessions of a child instance (a reservation)
-// that stopped.
-func (r *Runtime) qpuInstanceEnded(path string) {
-	r.qp.s.Close(qpuNow(), path, "", "its instance "+path+" ended")
-}
-
-// applyQPU carries out what the QPU scheduler decided: records to persist,
-// waiting pulls to serve, executors to tell. It runs under r.mu, at the end
-// of apply.
-func (r *Runtime) applyQPU() {
-	for {
-		rd := r.qp.s.Ready()
-		if rd.Empty() {
-			break
-		}
-		for _, id := range rd.Jobs {
-			j, _ := r.qp.s.Job(id)
-			r.qp.recs = append(r.qp.recs, record{bucket: QPUBucket, key: store.QPUJobKey(id), v: store.FromQPUJob(j)})
-			if j.State.Final() {
-				for _, c := range r.qp.results[id] {
-					close(c)
-				}
-				delete(r.qp.results, id)
+	if len(rd.Backends) > 0 {
+		for _, st := range v.Status() {
+			if slices.Contains(rd.Backends, st.Name) {
+				r.qp.recs = append(r.qp.recs, record{bucket: QPUBucket, key: store.QPUBackendKey(st.Name), v: store.FromQPUBackend(st.Backend)})
 			}
 		}
-		for _, k := range rd.Sessions {
-			ss, _ := r.qp.s.Session(k)
-			r.qp.recs = append(r.qp.recs, record{bucket: QPUBucket, key: store.QPUSessionKey(k), v: store.FromQPUSession(ss)})
-		}
-		if len(rd.Backends) > 0 {
-			for _, st := range r.qp.s.Status() {
-				for _, n := range rd.Backends {
-					if n == st.Name {
-						r.qp.recs = append(r.qp.recs, record{bucket: QPUBucket, key: store.QPUBackendKey(n), v: store.FromQPUBackend(st.Backend)})
-					}
-				}
-			}
-		}
-		for _, a := range rd.Aborts {
-			r.qp.aborts = append(r.qp.aborts, qpuAbort{exec: a.Executor, job: a.Job}) // once durable
-		}
-		for _, name := range rd.Wake {
-			r.servePulls(name)
-		}
 	}
-	r.armQPU()
+	for _, a := range rd.Aborts {
+		r.qp.aborts = append(r.qp.aborts, qpuAbort{exec: a.Executor, job: a.Job}) // once durable
+	}
+	for _, name := range rd.Wake {
+		r.servePulls(name)
+	}
 }
 
 // servePulls hands jobs of backend to waiting pulls, oldest first.
 func (r *Runtime) servePulls(backend string) {
-	now := qpuNow()
+	now := r.now()
 	ps := r.qp.pulls[backend]
 	for len(ps) > 0 {
 		p := ps[0]
@@ -243,10 +152,11 @@ func (r *Runtime) servePulls(backend string) {
 			ps = ps[1:]
 			continue
 		}
-		t, ok, err := r.qp.s.Pull(now, p.exec, backend)
-		if err != nil || !ok {
+		o, err := r.in.Step(now, instance.QPUPull{Executor: p.exec, Backend: backend})
+		if err != nil || !o.Pulled {
 			break
 		}
+		t := o.Task
 		ps = ps[1:]
 		p.done = true
 		p.timer.Stop()
@@ -259,33 +169,13 @@ func execTask(t qpu.Task) api.ExecTask {
 	return api.ExecTask{ID: uint64(t.Job), Backend: t.Backend, Shots: t.Shots, Payload: t.Payload, Attempt: t.Attempt}
 }
 
-// armQPU sets the timer for the QPU scheduler's next wake (an executor's
-// heartbeat deadline).
-func (r *Runtime) armQPU() {
-	t, ok := r.qp.s.NextWake()
-	if !ok || r.closed || (r.qp.timer != nil && r.qp.wakeAt == t) {
-		return
-	}
-	r.qp.wakeAt = t
-	d := time.Until(time.UnixMilli(int64(t))) + time.Millisecond
-	if r.qp.timer == nil {
-		r.qp.timer = time.AfterFunc(d, r.tickQPU)
-	} else {
-		r.qp.timer.Reset(d)
-	}
-}
-
-func (r *Runtime) tickQPU() {
-	r.do(r.b.ctx, func(instance.Time) (any, error) {
-		r.qp.wakeAt = 0
-		r.qp.s.Tick(qpuNow())
-		return nil, nil
-	})
-}
-
-// qpuError maps the QPU scheduler's errors to wire errors.
+// qpuError maps the QPU errors of the core and its scheduler to wire
+// errors.
 func qpuError(err error) error {
 	return wireError(err, []errCode{
+		{instance.ErrNoSlots, api.CodeFailedPrecondition},
+		{instance.ErrPermission, api.CodePermissionDenied},
+		{instance.ErrNotFound, api.CodeNotFound},
 		{qpu.ErrNotFound, api.CodeNotFound},
 		{qpu.ErrPermission, api.CodePermissionDenied},
 		{qpu.ErrInvalid, api.CodeInvalidArgument},
@@ -335,8 +225,7 @@ func (r *Runtime) qpuSubmit(ctx context.Context, q Request) (any, error) {
 	if err := sr.Validate(); err != nil {
 		return nil, err
 	}
-	return r.do(ctx, func(instance.Time) (any, error) {
-		now := qpuNow()
+	return r.do(ctx, func(now instance.Time) (any, error) {
 		path := q.Path
 		if sr.Job != 0 {
 			j, err := r.visible(q, sr.Job)
@@ -345,41 +234,19 @@ func (r *Runtime) qpuSubmit(ctx context.Context, q Request) (any, error) {
 			}
 			path = instance.JobPath(j.Path, instance.JobID(sr.Job))
 		}
-		if j, ok := r.qp.s.ByKey(q.User, sr.Key); ok { // a retry: the first answer, before any check
-			return apiQPUJob(j, false), nil
-		}
-		slots, users, start, ok := r.slotHolder(path, sr.Backend)
-		if !ok {
-			return nil, api.Errorf(api.CodeFailedPrecondition,
-				"%s holds no %s slots now: submit from inside a job or reservation that holds them (for example 'strata alloc --qpu %s:1'), or from a job started with --qpu (STRATA_JOBID)", path, sr.Backend, sr.Backend)
-		}
-		key := qpu.SessionKey{Path: path, Backend: sr.Backend}
-		if ss, ok := r.qp.s.Session(key); ok && !ss.Open() && ss.Closed >= qpu.Time(start)*1000 {
-			return nil, api.Errorf(api.CodeFailedPrecondition, "the %s session of %s has ended: %s", sr.Backend, path, ss.Reason)
-		}
-		own := r.ownSlots(path, sr.Backend, slots)
-		if own <= 0 {
-			return nil, api.Errorf(api.CodeFailedPrecondition,
-				"all %d %s slots of %s are held by its running child jobs: submit from inside one of them", slots, sr.Backend, path)
-		}
-		if _, err := r.qp.s.Open(now, path, sr.Backend, own, users); err != nil {
-			return nil, qpuError(err)
-		}
-		if id, isJob := instance.JobOfPath(path); isJob {
-			r.qp.byJob[id] = path
-		}
-		id, err := r.qp.s.Submit(now, q.User, q.Admin, path, sr.Backend, qpu.Job{Name: sr.Name, Shots: sr.Shots, Key: sr.Key, Payload: sr.Payload})
+		o, err := r.in.Step(now, instance.QPUSubmit{Who: actor(q), Path: path, Backend: sr.Backend,
+			Job: qpu.Job{Name: sr.Name, Shots: sr.Shots, Key: sr.Key, Payload: sr.Payload}})
 		if err != nil {
 			return nil, qpuError(err)
 		}
-		j, _ := r.qp.s.Job(id)
+		j, _ := r.in.QPU().Job(o.QPUJob)
 		return apiQPUJob(j, false), nil
 	})
 }
 
 // qpuVisible returns QPU job id if q's user may see it.
 func (r *Runtime) qpuVisible(q Request, id uint64) (qpu.Job, error) {
-	j, ok := r.qp.s.Job(qpu.JobID(id))
+	j, ok := r.in.QPU().Job(qpu.JobID(id))
 	if ok && (q.Admin || j.User == q.User) {
 		return j, nil
 	}
@@ -409,7 +276,7 @@ func (r *Runtime) qpuJobs(_ context.Context, q Request) (any, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := api.QPUJobsReply{Jobs: []api.QPUJob{}}
-	for _, j := range r.qp.s.Jobs(func(j *qpu.Job) bool {
+	for _, j := range r.in.QPU().Jobs(func(j *qpu.Job) bool {
 		return uint64(j.ID) > after && (jr.All || j.User == user) && (jr.Backend == "" || j.Backend == jr.Backend) &&
 			!(jr.Active && j.State.Final())
 	}) {
@@ -445,11 +312,11 @@ func (r *Runtime) qpuCancel(ctx context.Context, q Request) (any, error) {
 	if err := q.Decode(&jr); err != nil {
 		return nil, err
 	}
-	return r.do(ctx, func(instance.Time) (any, error) {
-		if err := r.qp.s.Cancel(qpuNow(), q.User, q.Admin, qpu.JobID(jr.ID)); err != nil {
+	return r.do(ctx, func(now instance.Time) (any, error) {
+		if _, err := r.in.Step(now, instance.QPUCancel{Who: actor(q), Job: qpu.JobID(jr.ID)}); err != nil {
 			return nil, qpuError(err)
 		}
-		j, _ := r.qp.s.Job(qpu.JobID(jr.ID))
+		j, _ := r.in.QPU().Job(qpu.JobID(jr.ID))
 		return apiQPUJob(j, false), nil
 	})
 }
@@ -486,7 +353,7 @@ func (r *Runtime) qpuResult(ctx context.Context, q Request) (any, error) {
 	})
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	j, _ = r.qp.s.Job(j.ID)
+	j, _ = r.in.QPU().Job(j.ID)
 	return apiQPUJob(j, true), nil
 }
 
@@ -500,7 +367,7 @@ func (r *Runtime) qpuBackends() []api.QPUBackend {
 	}
 	reserved := futureSlots(r.in.Resvs())
 	var out []api.QPUBackend
-	for _, st := range r.qp.s.Status() {
+	for _, st := range r.in.QPU().Status() {
 		b := api.QPUBackend{
 			Name: st.Name, Total: st.Slots, Used: used[st.Name], Available: st.Slots - used[st.Name],
 			Reserved: reserved[st.Name], Maint: st.Maint, MaintReason: st.MaintReason,
@@ -564,7 +431,7 @@ func (r *Runtime) qpuSlots(_ context.Context, q Request) (any, error) {
 			return api.QPUSlots{Total: b.Total, Used: b.Used, Available: b.Available}, nil
 		}
 	}
-	return nil, api.Errorf(api.CodeNotFound, "no QPU backend %q; the backends are %v", sr.Backend, r.qp.s.Backends())
+	return nil, api.Errorf(api.CodeNotFound, "no QPU backend %q; the backends are %v", sr.Backend, r.in.QPU().Backends())
 }
 
 func (r *Runtime) qpuMaint(ctx context.Context, q Request) (any, error) {
@@ -575,8 +442,8 @@ func (r *Runtime) qpuMaint(ctx context.Context, q Request) (any, error) {
 	if !q.Admin {
 		return nil, api.Errorf(api.CodePermissionDenied, "only administrators may take a QPU backend in or out of service")
 	}
-	return r.do(ctx, func(instance.Time) (any, error) {
-		if _, err := r.qp.s.SetMaint(mr.Backend, mr.On, mr.Reason); err != nil {
+	return r.do(ctx, func(now instance.Time) (any, error) {
+		if _, err := r.in.Step(now, instance.QPUMaint{Who: actor(q), Backend: mr.Backend, On: mr.On, Reason: mr.Reason}); err != nil {
 			return nil, qpuError(err)
 		}
 		for _, b := range r.qpuBackends() {
@@ -600,53 +467,12 @@ func (r *Runtime) qpuRevoke(ctx context.Context, q Request) (any, error) {
 		return nil, err
 	}
 	return r.do(ctx, func(now instance.Time) (any, error) {
-		backends := r.qp.s.Backends()
-		if rr.Backend != "" {
-			backends = []string{rr.Backend}
+		o, err := r.in.Step(now, instance.QPURevoke{Who: actor(q), Path: rr.Session, Backend: rr.Backend, Reason: rr.Reason})
+		if err != nil {
+			return nil, qpuError(err)
 		}
-		reason := "revoked by " + q.User
-		if rr.Reason != "" {
-			reason += ": " + rr.Reason
-		}
-		var out []api.QPUSession
-		for _, name := range backends {
-			k := qpu.SessionKey{Path: rr.Session, Backend: name}
-			if ss, ok := r.qp.s.Session(k); !ok || !ss.Open() {
-				continue
-			}
-			r.qp.s.Close(qpuNow(), rr.Session, name, reason)
-			// The sessions nested inside end with it.
-			for _, sub := range r.qp.s.Sessions() {
-				if sub.Open() && sub.Key.Backend == name && strings.HasPrefix(sub.Key.Path, rr.Session+".") {
-					r.qp.s.Close(qpuNow(), sub.Key.Path, name, reason)
-				}
-			}
-			// Free the slots of a plain job holding them. A child
-			// instance keeps its grant until it ends (its own jobs may
-			// hold slots of it), and a reservation its own (change it with
-			// 'strata resv update'): their QPU work stops, that is all.
-			if id, isJob := instance.JobOfPath(rr.Session); isJob {
-				if j, ok := r.in.Job(id); ok && !j.Spec.Child {
-					if err := r.in.RevokeSlots(now, actor(q), id, name, rr.Reason); err != nil {
-						r.b.log.Warn("cannot free revoked slots", "job", id, "backend", name, "err", err)
-					}
-				}
-			}
-			ss, _ := r.qp.s.Session(k)
-			out = append(out, apiSession(ss))
-		}
-		if len(out) == 0 {
-			return nil, api.Errorf(api.CodeNotFound, "%s has no open QPU session%s; see the sessions in 'strata qpu jobs -a --all-users'", rr.Session, onBackend(rr.Backend))
-		}
-		return out[0], nil
+		return apiSession(o.Sessions[0]), nil
 	})
-}
-
-func onBackend(b string) string {
-	if b == "" {
-		return ""
-	}
-	return " on " + b
 }
 
 func apiSession(ss qpu.Session) api.QPUSession {
@@ -664,7 +490,7 @@ func (r *Runtime) qpuAcct(_ context.Context, q Request) (any, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return qpuAccounting(ar, time.Now(), q.User, q.Admin, r.qp.s.Jobs(nil), r.in.SlotJobs(), r.in.Resvs()), nil
+	return qpuAccounting(ar, time.Now(), q.User, q.Admin, r.in.QPU().Jobs(nil), r.in.SlotJobs(), r.in.Resvs()), nil
 }
 
 // qpuAccounting sums QPU use over [from, to): device seconds and jobs by
@@ -816,8 +642,9 @@ func (r *Runtime) execRegister(name string, m micro.Request) {
 		respondExec(m, nil, err)
 		return
 	}
-	_, err := r.do(r.b.ctx, func(instance.Time) (any, error) {
-		return nil, qpuError(r.qp.s.Register(qpuNow(), name, h.Backend))
+	_, err := r.do(r.b.ctx, func(now instance.Time) (any, error) {
+		_, err := r.in.Step(now, instance.QPURegister{Executor: name, Backend: h.Backend})
+		return nil, qpuError(err)
 	})
 	if err == nil {
 		r.b.log.Info("QPU executor registered", "executor", name, "backend", h.Backend, "sim", h.Sim)
@@ -840,8 +667,9 @@ func (r *Runtime) execPull(name string, m micro.Request) {
 	}
 	go func() {
 		var task api.ExecTask
-		_, err := r.do(r.b.ctx, func(instance.Time) (any, error) {
-			t, ok, err := r.qp.s.Pull(qpuNow(), name, pr.Backend)
+		_, err := r.do(r.b.ctx, func(now instance.Time) (any, error) {
+			o, err := r.in.Step(now, instance.QPUPull{Executor: name, Backend: pr.Backend})
+			t, ok := o.Task, o.Pulled
 			if err != nil || ok {
 				task = execTask(t)
 				return nil, qpuError(err)
@@ -879,9 +707,11 @@ func (r *Runtime) execHeartbeat(name string, m micro.Request) {
 		return
 	}
 	var abort bool
-	_, err := r.do(r.b.ctx, func(instance.Time) (any, error) {
+	_, err := r.do(r.b.ctx, func(now instance.Time) (any, error) {
 		var err error
-		abort, err = r.qp.s.Heartbeat(qpuNow(), name, hb.Backend, qpu.JobID(hb.Job))
+		var o instance.Output
+		o, err = r.in.Step(now, instance.QPUHeartbeat{Executor: name, Backend: hb.Backend, Job: qpu.JobID(hb.Job)})
+		abort = o.Abort
 		return nil, qpuError(err)
 	})
 	respondExec(m, api.ExecHeartbeatReply{Cancel: abort}, err)
@@ -894,12 +724,10 @@ func (r *Runtime) execResult(name string, m micro.Request) {
 		return
 	}
 	go func() {
-		_, err := r.do(r.b.ctx, func(instance.Time) (any, error) {
-			if j, ok := r.qp.s.Job(qpu.JobID(rep.Job)); ok {
-				r.reweigh(qpuNow(), qpu.SessionKey{Path: j.Session, Backend: j.Backend})
-			}
-			return nil, qpuError(r.qp.s.Report(qpuNow(), name, qpu.JobID(rep.Job),
-				qpu.Outcome{ExecMS: rep.ExecMS, Counts: rep.Counts, Log: rep.Log, Err: rep.Error}))
+		_, err := r.do(r.b.ctx, func(now instance.Time) (any, error) {
+			_, err := r.in.Step(now, instance.QPUReport{Executor: name, Job: qpu.JobID(rep.Job),
+				Outcome: qpu.Outcome{ExecMS: rep.ExecMS, Counts: rep.Counts, Log: rep.Log, Err: rep.Error}})
+			return nil, qpuError(err)
 		})
 		respondExec(m, api.ExecReportReply{}, err)
 	}()

@@ -110,10 +110,11 @@ func (r *Runtime) resvCreate(ctx context.Context, q Request) (any, error) {
 			}
 			return out, nil
 		}
-		rv, err := inst.AddResv(now, actor(q), spec)
+		o, err := r.in.Step(now, instance.AddResv{Who: actor(q), Path: inst.Path(), Spec: spec})
 		if err != nil {
 			return nil, coreError(err)
 		}
+		rv := o.Resv
 		r.servePending(rv)
 		return r.apiResv(rv), nil // with the jobs marked to die at its start
 	})
@@ -217,7 +218,7 @@ func (r *Runtime) resvDelete(ctx context.Context, q Request) (any, error) {
 		return nil, err
 	}
 	return r.do(ctx, func(now instance.Time) (any, error) {
-		if err := r.in.RemoveResv(now, actor(q), rq.Name); err != nil {
+		if _, err := r.in.Step(now, instance.RemoveResv{Who: actor(q), Name: rq.Name}); err != nil {
 			return nil, coreError(err)
 		}
 		rv, _ := r.in.Resv(rq.Name)
@@ -234,10 +235,11 @@ func (r *Runtime) resvDeleteSeries(ctx context.Context, q Request) (any, error) 
 		return nil, err
 	}
 	return r.do(ctx, func(now instance.Time) (any, error) {
-		names, err := r.in.RemoveResvSeries(now, actor(q), rq.Name)
+		o, err := r.in.Step(now, instance.RemoveResvSeries{Who: actor(q), Name: rq.Name})
 		if err != nil {
 			return nil, coreError(err)
 		}
+		names := o.Names
 		out := api.ResvsReply{Resvs: make([]api.Resv, 0, len(names))}
 		for _, n := range names {
 			rv, _ := r.in.Resv(n)
@@ -284,10 +286,11 @@ func (r *Runtime) resvUpdate(ctx context.Context, q Request) (any, error) {
 				u.End = &end
 			}
 		}
-		rv, plan, err := r.in.UpdateResv(now, actor(q), ur.Name, u, ur.DryRun)
+		o, err := r.in.Step(now, instance.UpdateResv{Who: actor(q), Name: ur.Name, Change: u, DryRun: ur.DryRun})
 		if err != nil {
 			return nil, coreError(err)
 		}
+		rv, plan := o.Resv, o.Plan
 		out := r.apiResv(rv)
 		if ur.DryRun {
 			out.State = "planned"

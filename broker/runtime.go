@@ -53,7 +53,8 @@ type Resources struct {
 	// devices); default 1.
 	QPUConcurrency map[string]int
 	// QPUHeartbeat is how often QPU executors send heartbeats; one that
-	// is silent for three is gone. Default 1 s.
+	// is silent for three (rounded up to whole seconds, the core's
+	// clock, plus one) is gone. Default 1 s.
 	QPUHeartbeat time.Duration
 	// KeepFinished is how long ended jobs stay live ('strata jobs -a',
 	// 'job show') before they move to the archive ('strata acct');
@@ -207,7 +208,8 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 	in, err := instance.New(instance.Config{
 		Nodes: res.Nodes, Pools: res.QPUs, Policy: res.Policy,
 		DefaultWalltime: secs(res.DefaultWalltime), MaxWalltime: secs(res.MaxWalltime),
-		KillGrace: secs(res.KillGrace),
+		KillGrace:      secs(res.KillGrace),
+		QPUConcurrency: res.QPUConcurrency, QPUHeartbeatTimeout: qpuHeartbeatTimeout(qpuHeartbeat(res)),
 	})
 	if err != nil {
 		return nil, err
@@ -229,9 +231,7 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 		done:        make(chan struct{}),
 	}
 	r.idle = sync.NewCond(&r.mu)
-	if err := r.startQPU(); err != nil {
-		return nil, err
-	}
+	r.startQPU()
 	ctx, cancel := context.WithTimeout(b.ctx, b.opts.StartTimeout)
 	defer cancel()
 	for _, bucket := range []string{JobsBucket, ResvsBucket, QPUBucket, MetaBucket, ArraysBucket, NodesBucket} {
@@ -346,7 +346,7 @@ func (r *Runtime) restore(ctx context.Context) error {
 	}()
 	now := r.now()
 	r.in.SkipIDs(instance.JobID(r.savedIDs.Job))
-	r.qp.s.SkipIDs(qpu.JobID(r.savedIDs.QPUJob))
+	r.in.SkipQPUIDs(qpu.JobID(r.savedIDs.QPUJob))
 	if err := r.restoreNodes(ctx); err != nil {
 		return err
 	}
@@ -354,7 +354,7 @@ func (r *Runtime) restore(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("broker: restore: %w", err)
 	}
-	if err := r.restoreQPU(ctx); err != nil {
+	if err := r.restoreQPU(ctx, now); err != nil {
 		return err
 	}
 	if _, err := r.serve(r.in.Path()); err != nil {
@@ -376,11 +376,11 @@ func (r *Runtime) restore(ctx context.Context) error {
 		}
 		m := r.meta[j.ID]
 		if m == nil || m.Exec == nil {
-			r.in.Exited(now, j.ID, instance.Exit{Lost: true, Err: "the broker stopped before the job's processes were recorded"})
+			r.exited(now, j.ID, instance.Exit{Lost: true, Err: "the broker stopped before the job's processes were recorded"})
 			continue
 		}
 		if err := r.exec.Adopt(*m.Exec); err != nil {
-			r.in.Exited(now, j.ID, instance.Exit{Lost: true, Err: "cannot adopt its processes: " + err.Error()})
+			r.exited(now, j.ID, instance.Exit{Lost: true, Err: "cannot adopt its processes: " + err.Error()})
 			continue
 		}
 		adopted++
@@ -429,9 +429,6 @@ func (r *Runtime) Close() error {
 	r.mu.Lock()
 	if r.timer != nil {
 		r.timer.Stop()
-	}
-	if r.qp.timer != nil {
-		r.qp.timer.Stop()
 	}
 	if r.qp.svc != nil {
 		r.qp.svc.Stop()
@@ -487,7 +484,6 @@ func (r *Runtime) apply() {
 		}
 		for _, id := range rd.Jobs {
 			r.markJob(id)
-			r.qpuJobChanged(id)
 		}
 		for _, name := range rd.Resvs {
 			if !r.isDirtyRv[name] {
@@ -512,8 +508,8 @@ func (r *Runtime) apply() {
 				delete(r.waiters, id)
 			}
 		}
+		r.applyQPU(rd.QPU)
 	}
-	r.applyQPU()
 	r.arm()
 }
 
@@ -551,7 +547,7 @@ type signalTask struct {
 // batch and run the starts itself).
 func (r *Runtime) output() output {
 	var out output
-	if ids := (store.IDs{V: store.Version, Job: int64(r.in.LastID()), QPUJob: uint64(r.qp.s.LastID()), Jobs: int64(r.in.NumJobs())}); ids != r.savedIDs {
+	if ids := (store.IDs{V: store.Version, Job: int64(r.in.LastID()), QPUJob: uint64(r.in.QPU().LastID()), Jobs: int64(r.in.NumJobs())}); ids != r.savedIDs {
 		// No ID is handed out twice: the IDs record goes with the first
 		// records that carry a new ID, after them, so that a crash
 		// between the two leaves more job records than it counts,
@@ -676,7 +672,6 @@ func (r *Runtime) effect(e instance.Effect) {
 		}
 	case instance.StopChild:
 		r.unserve(e.ChildPath)
-		r.qpuInstanceEnded(e.ChildPath)
 	}
 }
 
@@ -753,7 +748,7 @@ func (r *Runtime) startJob(e instance.Effect) {
 	j, _ := r.in.Job(e.Job)
 	m := r.meta[e.Job]
 	if m == nil {
-		r.in.Exited(r.now(), e.Job, instance.Exit{Err: "the broker has no command for it"})
+		r.exited(r.now(), e.Job, instance.Exit{Err: "the broker has no command for it"})
 		return
 	}
 	uriPath := e.Path
@@ -840,7 +835,7 @@ func (r *Runtime) start(t *startTask) output {
 	}
 	switch {
 	case err != nil:
-		r.in.Exited(r.now(), t.job, instance.Exit{Err: strings.TrimPrefix(err.Error(), "executor: ")})
+		r.exited(r.now(), t.job, instance.Exit{Err: strings.TrimPrefix(err.Error(), "executor: ")})
 	case t.exited:
 		// Gone already: its exit is applied and persisted.
 	default:
@@ -863,6 +858,15 @@ func sortedEnv(m map[string]string) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// exited steps the core with the exit of a job whose processes are gone
+// (lost, or never started). One whose record says it is not running any
+// more needs nothing: the error is logged, not returned.
+func (r *Runtime) exited(now instance.Time, id instance.JobID, e instance.Exit) {
+	if _, err := r.in.Step(now, instance.Exited{Job: id, Exit: e}); err != nil {
+		r.b.log.Warn("exit not applied", "job", id, "err", err)
+	}
 }
 
 // arm sets the timer for the core's next wake.
@@ -890,7 +894,9 @@ func (r *Runtime) tick() {
 		return
 	}
 	r.wakeAt = 0
-	r.in.Tick(r.now())
+	if _, err := r.in.Step(r.now(), instance.Tick{}); err != nil {
+		panic(fmt.Sprintf("broker: a tick failed: %v", err)) // a Tick cannot fail
+	}
 	r.apply()
 	out := r.output()
 	r.mu.Unlock()
@@ -941,7 +947,7 @@ func (r *Runtime) reapExits() {
 			}
 			early := !r.signalled[id] && x.Signal == "" && !x.Lost
 			delete(r.signalled, id)
-			err = r.in.Exited(now, id, instance.Exit{Code: x.ExitCode, Signal: x.Signal, Lost: x.Lost, Err: x.Err, BeforeWalltime: early})
+			_, err = r.in.Step(now, instance.Exited{Job: id, Exit: instance.Exit{Code: x.ExitCode, Signal: x.Signal, Lost: x.Lost, Err: x.Err, BeforeWalltime: early}})
 			if err != nil {
 				r.b.log.Warn("exit not applied", "job", n, "err", err)
 			} else if t := r.starting[id]; t != nil {

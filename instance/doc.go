@@ -4,9 +4,15 @@
 //
 // # Inputs and outputs
 //
-// Every input is a method call that carries the current time: Submit,
-// Cancel, Update, Exited, Tick, AddResv, RemoveResv, and, on the root, the
-// node states NodesDown, NodesUp, Drain and Undrain. An input either fails,
+// Every input is a value of the closed set Input (Submit, Cancel,
+// UpdateJob, Exited, Tick, AddResv, RemoveResv, ..., and the QPU inputs:
+// QPUSubmit, QPUCancel, QPURevoke, QPUMaint, and the executors' QPUPull,
+// QPUHeartbeat, QPUReport, and, on the root, the node states NodesDown,
+// NodesUp, Drain and Undrain), applied with the current time by Step, the one
+// entry point that the broker, the simulator and the scenario tests all
+// drive; so a driver can log its inputs and replay them into a fresh tree
+// to get the same state (TestStepReplay). Each input is also a method of
+// the same name, which Step calls. An input either fails,
 // changing nothing, or is applied in full and followed by a scheduling pass.
 // What the runtime must do as a result accumulates as Effects (start job J
 // on nodes N, signal J, start or stop a child instance) together with the
@@ -72,4 +78,19 @@
 // into it), whose timeline begins at the reservation's start and ends at its
 // end. All instances of one tree share the job ID space, so a job ID names
 // one job broker-wide.
+//
+// # QPU sessions
+//
+// The tree owns one qpu.Scheduler, on the same clock. A running job that
+// holds QPU slots (at its JobPath) or an active reservation (at its
+// instance path) opens a session on a backend with its first QPU job; the
+// session weighs the slots its holder holds less those its running child
+// jobs hold (sessions of their own), and its users are the holder's. After
+// every input the core draws the consequences of what changed: a session
+// whose holder ended, was requeued, lost its slots or its reservation
+// closes (its queued QPU jobs cancelled, its running ones aborted); the
+// others are re-weighed. Ready carries the QPU records to persist, the
+// backends with work for an idle executor and the executors to tell to let
+// go of a job, with the rest. The QPU scheduler counts milliseconds (Unix
+// ms = core seconds × 1000); executors report measured device time.
 package instance

@@ -10,6 +10,7 @@ import (
 	"github.com/google/btree"
 
 	"github.com/strata-hpc/strata/internal/hostlist"
+	"github.com/strata-hpc/strata/qpu"
 	"github.com/strata-hpc/strata/timeline"
 )
 
@@ -42,6 +43,15 @@ type Config struct {
 	Horizon         Time            // 0: timeline.MaxTime
 	// NewID returns the next job ID; nil numbers jobs 1, 2, 3, ...
 	NewID func() JobID
+	// QPUConcurrency is how many QPU jobs each backend of Pools runs at
+	// once (its devices); default 1.
+	QPUConcurrency map[string]int
+	// QPUHeartbeatTimeout is how long a QPU executor may stay silent
+	// before it counts as gone and its job is requeued; default 5 s.
+	// The core's clock counts whole seconds, so a live executor's
+	// silence can look up to a second longer than it is: give it a
+	// second more than the heartbeats need.
+	QPUHeartbeatTimeout Duration
 }
 
 // Instance is one resource-manager instance and, for the root, the tree
@@ -95,6 +105,10 @@ type shared struct {
 	resvs    map[string]*Resv
 	wakes    *btree.BTreeG[wake]
 	dirty    map[*Instance]bool
+	// qpu schedules the tree's QPU jobs; qpuSync says that slot holders
+	// changed since its sessions were last checked (see syncSessions).
+	qpu      *qpu.Scheduler
+	qpuSync  bool
 	out      Ready
 	outJobs  map[JobID]bool
 	outResvs map[string]bool
@@ -161,6 +175,15 @@ func New(cfg Config) (*Instance, error) {
 		outNodes: make(map[string]bool),
 		nodes:    make(map[string]*NodeState),
 	}
+	qcfg := qpu.Config{HeartbeatTimeout: qpu.Time(cfg.QPUHeartbeatTimeout) * 1000}
+	for _, p := range cfg.Pools {
+		qcfg.Backends = append(qcfg.Backends, qpu.BackendConfig{Name: p.Name, Slots: p.Size, Concurrency: cfg.QPUConcurrency[p.Name]})
+	}
+	s, err := qpu.New(qcfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: QPU backends: %v", ErrInvalid, err)
+	}
+	sh.qpu = s
 	return newInstance(cfg, nil, sh)
 }
 
@@ -239,9 +262,11 @@ func (in *Instance) Admits(who Actor) error {
 	return nil
 }
 
-// Ready drains the effects and changed records accumulated so far.
+// Ready drains the effects and changed records accumulated so far, the
+// QPU scheduler's with them.
 func (in *Instance) Ready() Ready {
 	r := in.sh.out
+	r.QPU = in.sh.qpu.Ready()
 	in.sh.out = Ready{}
 	clear(in.sh.outJobs)
 	clear(in.sh.outResvs)
@@ -253,6 +278,14 @@ func (in *Instance) Ready() Ready {
 // false when nothing is due at any future time.
 func (in *Instance) NextWake() (Time, bool) {
 	w, ok := in.sh.wakes.Min()
+	if q, qok := in.sh.qpu.NextWake(); qok {
+		// The QPU scheduler counts milliseconds: wake at the first
+		// whole second that is not before its deadline.
+		qt := Time((q + 999) / 1000)
+		if !ok || qt < w.t {
+			return qt, true
+		}
+	}
 	return w.t, ok
 }
 
@@ -329,6 +362,7 @@ func (sh *shared) changed(j *Job) {
 }
 
 func (sh *shared) changedResv(name string) {
+	sh.qpuSync = true // its state, slots or users may have changed
 	if !sh.outResvs[name] {
 		sh.outResvs[name] = true
 		sh.out.Resvs = append(sh.out.Resvs, name)
@@ -338,6 +372,9 @@ func (sh *shared) changedResv(name string) {
 func (in *Instance) transition(now Time, j *Job, st State, reason string) {
 	j.record(now, st, reason)
 	in.sh.changed(j)
+	if len(j.Spec.Slots) > 0 {
+		in.sh.qpuSync = true // a slot holder started or stopped
+	}
 }
 
 // --- inputs ---------------------------------------------------------------
@@ -956,8 +993,10 @@ func (in *Instance) jobEnded(now Time, j *Job) {
 }
 
 // Tick advances the tree to now: deadlines, begin times, planned starts and
-// reservation boundaries that are due are acted on.
+// reservation boundaries that are due are acted on, and QPU executors
+// silent for too long are forgotten (their jobs requeued or failed).
 func (in *Instance) Tick(now Time) {
+	in.sh.qpu.Tick(qpuTime(now))
 	for {
 		w, ok := in.sh.wakes.Min()
 		if !ok || w.t > now {
@@ -1002,6 +1041,7 @@ func (in *Instance) settle(now Time) {
 			i.schedule(now)
 		}
 	}
+	in.syncSessions(now, "")
 }
 
 // spanOf is the timeline span of a job (running or planned).

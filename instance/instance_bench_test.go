@@ -99,7 +99,7 @@ func BenchmarkSubmit(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
-		if _, err := in.Submit(Time(i/1000), u, "root", Spec{Nodes: 1 + i%16, Walltime: 3600, Hold: i%2 == 0}); err != nil {
+		if _, err := in.Step(Time(i/1000), Submit{Who: u, Path: "root", Spec: Spec{Nodes: 1 + i%16, Walltime: 3600, Hold: i%2 == 0}}); err != nil {
 			b.Fatal(err)
 		}
 		if i%1024 == 0 {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/strata-hpc/strata/internal/hostlist"
+	"github.com/strata-hpc/strata/qpu"
 	"github.com/strata-hpc/strata/resv"
 	"github.com/strata-hpc/strata/timeline"
 )
@@ -44,6 +45,19 @@ var update = flag.Bool("update", false, "rewrite the golden scenario files in te
 //	show ID | jobs [PATH] | resvs
 //	why ID                              (a pending job's Wait, as data)
 //
+// QPU inputs and views (machine ... qhb=S sets the executor heartbeat
+// timeout; resv ... qpu=NAME:N gives a reservation slots):
+//
+//	at T qsubmit USER PATH BACKEND [shots=N] [name=X] [key=K]
+//	at T qcancel USER QID
+//	at T qregister EXEC BACKEND | at T qbeat EXEC BACKEND [job=QID]
+//	at T qpull EXEC BACKEND             (hand EXEC the next QPU job)
+//	at T qrun EXEC BACKEND ms=N         (qpull, then qreport it done)
+//	at T qreport EXEC QID ms=N [err=WHY]
+//	at T qrevoke PATH [backend=B] [reason=WHY] [as=USER]
+//	at T qmaint BACKEND on|off [as=USER]
+//	qsessions | qjobs                   (the QPU scheduler's records)
+//
 // USER "admin" acts as an admin.
 func TestScenarios(t *testing.T) {
 	files, _ := filepath.Glob("testdata/*.txt")
@@ -57,7 +71,7 @@ func TestScenarios(t *testing.T) {
 				t.Fatal(err)
 			}
 			var out strings.Builder
-			s := &scenario{t: t}
+			s := &scenario{t: t, file: f}
 			for _, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
 				if strings.HasPrefix(line, "> ") || line == ">" {
 					continue
@@ -73,6 +87,7 @@ func TestScenarios(t *testing.T) {
 					t.Errorf("%s: after %q: %s", f, line, e)
 				}
 			}
+			s.checkReplay()
 			if *update {
 				if err := os.WriteFile(f, []byte(out.String()), 0o644); err != nil {
 					t.Fatal(err)
@@ -107,6 +122,30 @@ type scenario struct {
 	t   *testing.T
 	in  *Instance
 	now Time // of the latest "at"
+	// cfg is the machine's, and log every input stepped since, for
+	// TestStepReplay.
+	cfg     Config
+	log     []logged
+	effects []string // every effect printed since the machine was made
+	file    string
+}
+
+// logged is one input as a driver logs it: the time and the value.
+type logged struct {
+	now Time
+	in  Input
+	err string // what it returned
+}
+
+// step is how the scenarios drive the core: through Step, logged.
+func (s *scenario) step(now Time, x Input) (Output, error) {
+	o, err := s.in.Step(now, x)
+	l := logged{now: now, in: x}
+	if err != nil {
+		l.err = err.Error()
+	}
+	s.log = append(s.log, l)
+	return o, err
 }
 
 // checkWaits checks that every pending job's Wait, in every instance of
@@ -215,6 +254,63 @@ func checkWait(in *Instance, now Time, j Job, pos int) string {
 	return ""
 }
 
+// checkReplay is TestStepReplay for each scenario: the inputs it logged,
+// stepped into a fresh tree of the same machine, give the same effects in
+// the same order and the same state: every job's record and story, every
+// reservation, every QPU job and session, the next wake.
+func (s *scenario) checkReplay() {
+	if s.in == nil || len(s.log) == 0 {
+		return
+	}
+	re, err := New(s.cfg)
+	if err != nil {
+		s.t.Fatalf("%s: replay: %v", s.file, err)
+	}
+	var effects []string
+	for i, l := range s.log {
+		_, err := re.Step(l.now, l.in)
+		if got := fmt.Sprint(err); err == nil && l.err != "" || err != nil && got != l.err {
+			s.t.Errorf("%s: replayed input %d (%T at %d) returned %v, first %q", s.file, i, l.in, l.now, err, l.err)
+		}
+		for _, e := range re.Ready().Effects {
+			effects = append(effects, effectLine(e))
+		}
+	}
+	if !slices.Equal(effects, s.effects) {
+		s.t.Errorf("%s: replaying %d inputs gave other effects:\n%s", s.file, len(s.log), diff(strings.Join(s.effects, "\n"), strings.Join(effects, "\n")))
+	}
+	if a, b := stateDump(s.in), stateDump(re); a != b {
+		s.t.Errorf("%s: replaying %d inputs gave another state:\n%s", s.file, len(s.log), diff(a, b))
+	}
+}
+
+// stateDump prints a tree's whole state, in a stable order.
+func stateDump(in *Instance) string {
+	var b strings.Builder
+	jobs, _ := in.TreeJobsAfter(0, in.NumJobs()+1, nil)
+	for _, j := range jobs {
+		fmt.Fprintf(&b, "%s spec=%+v start=%d end=%d exit=%d/%s term=%+v requeues=%d\n", jobLine(j), j.Spec, j.Start, j.End, j.ExitCode, j.Signal, j.Term, j.Requeues)
+		if j.Wait != nil {
+			fmt.Fprintf(&b, "  %s\n", waitLine(*j.Wait))
+		}
+		for _, e := range j.Events {
+			fmt.Fprintf(&b, "  %d %s: %s\n", e.Time, e.State, e.Reason)
+		}
+	}
+	for _, r := range in.Resvs() {
+		fmt.Fprintf(&b, "resv %+v %s %s [%d,%d) %v %v killed=%v run=%d/%d\n", r.Spec, r.Name, r.State, r.Start, r.End, r.NodeNames, r.Users, r.Killed, r.JobsRun, r.NodeSecs)
+	}
+	for _, j := range in.QPU().Jobs(nil) {
+		fmt.Fprintf(&b, "%+v\n", j)
+	}
+	for _, ss := range in.QPU().Sessions() {
+		fmt.Fprintf(&b, "%+v\n", ss)
+	}
+	w, ok := in.NextWake()
+	fmt.Fprintf(&b, "wake %d %v\n", w, ok)
+	return b.String()
+}
+
 func actor(u string) Actor { return Actor{User: u, Admin: u == "admin"} }
 
 func kv(args []string) (map[string]string, []string) {
@@ -277,11 +373,15 @@ func (s *scenario) run(line string) (out []string) {
 		if d := m["max"]; d != "" {
 			cfg.MaxWalltime = Duration(atoi(d))
 		}
+		if d := m["qhb"]; d != "" {
+			cfg.QPUHeartbeatTimeout = Duration(atoi(d))
+		}
 		in, err := New(cfg)
 		if err != nil {
 			return []string{"error: " + err.Error()}
 		}
-		s.in = in
+		s.checkReplay()
+		s.in, s.cfg, s.log, s.effects = in, cfg, nil, nil
 		return nil
 	case "show":
 		j, ok := s.in.Job(JobID(atoi(f[1])))
@@ -336,6 +436,20 @@ func (s *scenario) run(line string) (out []string) {
 				hostlist.Format(r.NodeNames), strings.Join(r.Users, ","), r.Killed))
 		}
 		return out
+	case "qsessions":
+		for _, ss := range s.in.QPU().Sessions() {
+			st := "open"
+			if !ss.Open() {
+				st = fmt.Sprintf("closed at %d: %s", ss.Closed/1000, ss.Reason)
+			}
+			out = append(out, fmt.Sprintf("session %s slots=%d vrun=%.3f users=%s %s", ss.Key, ss.Slots, ss.VRun, strings.Join(ss.Users, ","), st))
+		}
+		return out
+	case "qjobs":
+		for _, j := range s.in.QPU().Jobs(nil) {
+			out = append(out, qjobLine(j))
+		}
+		return out
 	case "at":
 		now := Time(atoi(f[1]))
 		s.now = now
@@ -343,6 +457,13 @@ func (s *scenario) run(line string) (out []string) {
 		rd := s.in.Ready()
 		for _, e := range rd.Effects {
 			out = append(out, effectLine(e))
+			s.effects = append(s.effects, effectLine(e))
+		}
+		for _, a := range rd.QPU.Aborts {
+			out = append(out, fmt.Sprintf("abort qpu job %d on %s", a.Job, a.Executor))
+		}
+		for _, b := range rd.QPU.Wake {
+			out = append(out, b+" has work for an idle executor")
 		}
 		if len(rd.Nodes) > 0 {
 			out = append(out, "node records changed: "+strings.Join(rd.Nodes, ","))
@@ -361,10 +482,11 @@ func (s *scenario) at(now Time, cmd string, args []string) []string {
 		}
 		return nil
 	}
+	errOut2 := func(_ Output, err error) []string { return errOut(err) }
 	switch cmd {
 	case "tick":
-		in.Tick(now)
-		return nil
+		_, err := s.step(now, Tick{})
+		return errOut(err)
 	case "submit":
 		spec := Spec{Name: m["name"], Resv: m["resv"], Hold: m["hold"] == "true", Requeue: m["requeue"] == "true", Child: m["child"] == "true"}
 		if v := m["n"]; v != "" {
@@ -404,19 +526,19 @@ func (s *scenario) at(now Time, cmd string, args []string) []string {
 		if p := m["path"]; p != "" {
 			path = p
 		}
-		id, err := in.Submit(now, actor(pos[0]), path, spec)
+		o, err := s.step(now, Submit{Who: actor(pos[0]), Path: path, Spec: spec})
 		if err != nil {
 			return errOut(err)
 		}
-		return []string{fmt.Sprintf("job %d submitted", id)}
+		return []string{fmt.Sprintf("job %d submitted", o.Job)}
 	case "exit":
 		e := Exit{Signal: m["signal"], Lost: m["lost"] == "true"}
 		if v := m["code"]; v != "" {
 			e.Code = atoi(v)
 		}
-		return errOut(in.Exited(now, JobID(atoi(pos[0])), e))
+		return errOut2(s.step(now, Exited{Job: JobID(atoi(pos[0])), Exit: e}))
 	case "cancel":
-		return errOut(in.Cancel(now, actor(pos[0]), JobID(atoi(pos[1]))))
+		return errOut2(s.step(now, Cancel{Who: actor(pos[0]), Job: JobID(atoi(pos[1]))}))
 	case "down", "up":
 		var names []string
 		if pos[0] != "-" {
@@ -426,9 +548,9 @@ func (s *scenario) at(now Time, cmd string, args []string) []string {
 			}
 		}
 		if cmd == "up" {
-			return errOut(in.NodesUp(now, names))
+			return errOut2(s.step(now, NodesUp{Nodes: names}))
 		}
-		return errOut(in.NodesDown(now, names, strings.Join(pos[1:], " ")))
+		return errOut2(s.step(now, NodesDown{Nodes: names, Reason: strings.Join(pos[1:], " ")}))
 	case "drain", "undrain":
 		var names []string
 		if pos[1] != "-" {
@@ -438,18 +560,18 @@ func (s *scenario) at(now Time, cmd string, args []string) []string {
 			}
 		}
 		if cmd == "undrain" {
-			return errOut(in.Undrain(now, actor(pos[0]), names))
+			return errOut2(s.step(now, Undrain{Who: actor(pos[0]), Nodes: names}))
 		}
-		return errOut(in.Drain(now, actor(pos[0]), names, strings.Join(pos[2:], " ")))
+		return errOut2(s.step(now, Drain{Who: actor(pos[0]), Nodes: names, Reason: strings.Join(pos[2:], " ")}))
 	case "hold", "release":
 		h := cmd == "hold"
-		return errOut(in.Update(now, actor(pos[0]), JobID(atoi(pos[1])), Update{Hold: &h}))
+		return errOut2(s.step(now, UpdateJob{Who: actor(pos[0]), Job: JobID(atoi(pos[1])), Change: Update{Hold: &h}}))
 	case "move":
 		r := ""
 		if len(pos) > 2 {
 			r = pos[2]
 		}
-		return errOut(in.Update(now, actor(pos[0]), JobID(atoi(pos[1])), Update{Resv: &r}))
+		return errOut2(s.step(now, UpdateJob{Who: actor(pos[0]), Job: JobID(atoi(pos[1])), Change: Update{Resv: &r}}))
 	case "resv":
 		spec := resv.Spec{Name: pos[0], Start: Time(atoi(m["start"])), End: Time(atoi(m["end"])), RequeueKilled: m["requeue"] == "true", Maint: m["maint"] == "true"}
 		if v := m["n"]; v != "" {
@@ -471,6 +593,13 @@ func (s *scenario) at(now Time, cmd string, args []string) []string {
 		if m["overlap"] == "kill" {
 			spec.Overlap = resv.Kill
 		}
+		if q := m["qpu"]; q != "" {
+			spec.Slots = map[string]int{}
+			for _, p := range strings.Split(q, ",") {
+				n, c, _ := strings.Cut(p, ":")
+				spec.Slots[n] = atoi(c)
+			}
+		}
 		who := "admin"
 		if v := m["as"]; v != "" {
 			who = v
@@ -482,10 +611,11 @@ func (s *scenario) at(now Time, cmd string, args []string) []string {
 			}
 			return []string{fmt.Sprintf("plan %s on %s kill=%v wait=%v effective=%d", spec.Name, hostlist.Format(in.names(p.Nodes)), p.Kill, p.Wait, p.Effective)}
 		}
-		r, err := in.AddResv(now, actor(who), spec)
+		o, err := s.step(now, AddResv{Who: actor(who), Spec: spec})
 		if err != nil {
 			return errOut(err)
 		}
+		r := o.Resv
 		return []string{fmt.Sprintf("resv %s on %s", r.Name, hostlist.Format(r.NodeNames))}
 	case "resvupdate":
 		var u ResvUpdate
@@ -514,10 +644,11 @@ func (s *scenario) at(now Time, cmd string, args []string) []string {
 		if v := m["as"]; v != "" {
 			who = v
 		}
-		r, plan, err := in.UpdateResv(now, actor(who), pos[0], u, m["dry"] == "true")
+		o, err := s.step(now, UpdateResv{Who: actor(who), Name: pos[0], Change: u, DryRun: m["dry"] == "true"})
 		if err != nil {
 			return errOut(err)
 		}
+		r, plan := o.Resv, o.Plan
 		return []string{fmt.Sprintf("resv %s [%d,%d) on %s users=%s kill=%v", r.Name, r.Start, r.End, hostlist.Format(r.NodeNames), strings.Join(r.Users, ","), plan.Kill)}
 	case "plan":
 		spec := resv.Spec{Name: "plan", Start: now, End: now + Time(atoi(m["dur"])), Maint: m["maint"] == "true"}
@@ -592,14 +723,104 @@ func (s *scenario) at(now Time, cmd string, args []string) []string {
 	case "maintwait":
 		t, ids := in.MaintWait(pos[0])
 		return []string{fmt.Sprintf("%s waits for %v until %d", pos[0], ids, t)}
+	case "qsubmit":
+		shots := 0
+		if v := m["shots"]; v != "" {
+			shots = atoi(v)
+		}
+		o, err := s.step(now, QPUSubmit{Who: actor(pos[0]), Path: pos[1], Backend: pos[2], Job: qpu.Job{Name: m["name"], Key: m["key"], Shots: shots}})
+		if err != nil {
+			return errOut(err)
+		}
+		return []string{fmt.Sprintf("qpu job %d submitted", o.QPUJob)}
+	case "qcancel":
+		return errOut2(s.step(now, QPUCancel{Who: actor(pos[0]), Job: qpu.JobID(atoi(pos[1]))}))
+	case "qregister":
+		return errOut2(s.step(now, QPURegister{Executor: pos[0], Backend: pos[1]}))
+	case "qbeat":
+		job := 0
+		if v := m["job"]; v != "" {
+			job = atoi(v)
+		}
+		o, err := s.step(now, QPUHeartbeat{Executor: pos[0], Backend: pos[1], Job: qpu.JobID(job)})
+		if err != nil {
+			return errOut(err)
+		}
+		if o.Abort {
+			return []string{"let go of it"}
+		}
+		return nil
+	case "qpull":
+		o, err := s.step(now, QPUPull{Executor: pos[0], Backend: pos[1]})
+		t, ok := o.Task, o.Pulled
+		if err != nil {
+			return errOut(err)
+		}
+		if !ok {
+			return []string{"no qpu job"}
+		}
+		j, _ := in.QPU().Job(t.Job)
+		return []string{fmt.Sprintf("qpu job %d (%s, %s) to %s, attempt %d", t.Job, j.User, j.Session, pos[0], t.Attempt)}
+	case "qrun":
+		o, err := s.step(now, QPUPull{Executor: pos[0], Backend: pos[1]})
+		t, ok := o.Task, o.Pulled
+		if err != nil || !ok {
+			return append(errOut(err), "no qpu job")
+		}
+		j, _ := in.QPU().Job(t.Job)
+		if _, err := s.step(now, QPUReport{Executor: pos[0], Job: t.Job, Outcome: qpu.Outcome{ExecMS: int64(atoi(m["ms"]))}}); err != nil {
+			return errOut(err)
+		}
+		return []string{fmt.Sprintf("qpu job %d (%s, %s) ran %sms on %s", t.Job, j.User, j.Session, m["ms"], pos[0])}
+	case "qreport":
+		o := qpu.Outcome{ExecMS: int64(atoi(m["ms"])), Err: m["err"]}
+		return errOut2(s.step(now, QPUReport{Executor: pos[0], Job: qpu.JobID(atoi(pos[1])), Outcome: o}))
+	case "qrevoke":
+		who := "admin"
+		if v := m["as"]; v != "" {
+			who = v
+		}
+		o, err := s.step(now, QPURevoke{Who: actor(who), Path: pos[0], Backend: m["backend"], Reason: strings.ReplaceAll(m["reason"], "_", " ")})
+		if err != nil {
+			return errOut(err)
+		}
+		var out []string
+		for _, x := range o.Sessions {
+			out = append(out, fmt.Sprintf("session %s revoked: %s", x.Key, x.Reason))
+		}
+		return out
+	case "qmaint":
+		who := "admin"
+		if v := m["as"]; v != "" {
+			who = v
+		}
+		o, err := s.step(now, QPUMaint{Who: actor(who), Backend: pos[0], On: pos[1] == "on", Reason: strings.ReplaceAll(m["reason"], "_", " ")})
+		if err != nil {
+			return errOut(err)
+		}
+		return []string{fmt.Sprintf("%s maint=%v", o.Backend.Name, o.Backend.Maint)}
 	case "rmresv":
 		who := "admin"
 		if v := m["as"]; v != "" {
 			who = v
 		}
-		return errOut(in.RemoveResv(now, actor(who), pos[0]))
+		return errOut2(s.step(now, RemoveResv{Who: actor(who), Name: pos[0]}))
 	}
 	return []string{"unknown command " + cmd}
+}
+
+func qjobLine(j qpu.Job) string {
+	s := fmt.Sprintf("qpu job %d %s %s@%s %s", j.ID, j.User, j.Session, j.Backend, j.State)
+	if j.Start != 0 {
+		s += fmt.Sprintf(" start=%d", j.Start/1000)
+	}
+	if j.End != 0 {
+		s += fmt.Sprintf(" end=%d exec=%dms", j.End/1000, j.ExecMS)
+	}
+	if j.Reason != "" {
+		s += ": " + j.Reason
+	}
+	return s
 }
 
 func jobLine(j Job) string {

@@ -12,9 +12,9 @@ import (
 // RevokeSlots takes running job id's slots on backend away for the rest of
 // its run (admins only): its span in its instance's timeline is replaced
 // by one without them, so that they return to the scheduler at once, and
-// its record says who did it and why. The job itself keeps running. A
-// child instance of the job keeps its own accounting; its QPU sessions are
-// the broker's to end.
+// its record says who did it and why. The job itself keeps running; its
+// QPU session on backend, if open, closes. A child instance of the job
+// keeps its own accounting.
 func (in *Instance) RevokeSlots(now Time, who Actor, id JobID, backend, reason string) error {
 	if !who.Admin {
 		return fmt.Errorf("%w: only administrators may revoke QPU slots", ErrPermission)
@@ -47,6 +47,7 @@ func (in *Instance) RevokeSlots(now Time, who Actor, id JobID, backend, reason s
 	}
 	j.Events = append(j.Events, Event{Time: now, State: Running, Reason: msg})
 	o.sh.changed(j)
+	o.sh.qpuSync = true
 	o.freed = true
 	o.dirty()
 	in.settle(now)

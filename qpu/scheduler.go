@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/google/btree"
 )
@@ -167,6 +168,7 @@ type Scheduler struct {
 	backends map[string]*backend
 	names    []string // backends by name
 	sessions map[SessionKey]*Session
+	open     map[SessionKey]bool // the keys of the open sessions
 	jobs     map[JobID]*Job
 	keys     map[string]JobID // user + "\x00" + key
 	nextID   JobID
@@ -190,7 +192,7 @@ func New(cfg Config) (*Scheduler, error) {
 		cfg.MaxAttempts = 2
 	}
 	s := &Scheduler{
-		cfg: cfg, backends: map[string]*backend{}, sessions: map[SessionKey]*Session{},
+		cfg: cfg, backends: map[string]*backend{}, sessions: map[SessionKey]*Session{}, open: map[SessionKey]bool{},
 		jobs: map[JobID]*Job{}, keys: map[string]JobID{}, nextID: 1,
 		isDirtyJob: map[JobID]bool{}, isDirtySes: map[SessionKey]bool{}, dirtyBack: map[string]bool{}, wake: map[string]bool{},
 	}
@@ -308,6 +310,7 @@ func (s *Scheduler) Open(now Time, path, backend string, slots int, users []stri
 	s.nextSeq++
 	ss = &Session{Key: k, Slots: slots, Users: slices.Clone(users), Opened: now, VRun: b.MinVRun, Seq: s.nextSeq}
 	s.sessions[k] = ss
+	s.open[k] = true
 	s.markSession(k)
 	return ss, nil
 }
@@ -336,6 +339,23 @@ func (s *Scheduler) Sessions() []Session {
 			return out[i].Key.Path < out[j].Key.Path
 		}
 		return out[i].Key.Backend < out[j].Key.Backend
+	})
+	return out
+}
+
+// OpenSessions returns the keys of the open sessions, by path then
+// backend. It costs the number of open sessions, not of all sessions ever
+// opened: the instance checks them after every change of slot holders.
+func (s *Scheduler) OpenSessions() []SessionKey {
+	out := make([]SessionKey, 0, len(s.open))
+	for k := range s.open {
+		out = append(out, k)
+	}
+	slices.SortFunc(out, func(a, b SessionKey) int {
+		if a.Path != b.Path {
+			return strings.Compare(a.Path, b.Path)
+		}
+		return strings.Compare(a.Backend, b.Backend)
 	})
 	return out
 }
@@ -369,6 +389,7 @@ func (s *Scheduler) Close(now Time, path, backend, reason string) int {
 			}
 		}
 		ss.Closed, ss.Reason = now, reason
+		delete(s.open, ss.Key)
 		s.markSession(ss.Key)
 		n++
 	}
@@ -797,6 +818,9 @@ func (s *Scheduler) Restore(now Time, backends []Backend, sessions []Session, jo
 		s.nextSeq = max(s.nextSeq, c.Seq)
 		c.queue, c.ready, c.active = nil, false, 0
 		s.sessions[c.Key] = &c
+		if c.Open() {
+			s.open[c.Key] = true
+		}
 	}
 	sort.Slice(jobs, func(i, k int) bool { return jobs[i].ID < jobs[k].ID })
 	for i := range jobs {

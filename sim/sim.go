@@ -11,7 +11,9 @@ import (
 
 	"github.com/strata-hpc/strata/instance"
 	"github.com/strata-hpc/strata/internal/swf"
+	"github.com/strata-hpc/strata/qpu"
 	"github.com/strata-hpc/strata/resv"
+	"github.com/strata-hpc/strata/timeline"
 )
 
 // Estimate says which walltime a simulated job declares.
@@ -58,6 +60,36 @@ type Config struct {
 	// Nodes keeps the nodes each job ran on in Result.PerJob (invariant
 	// checks; it costs memory per job).
 	Nodes bool
+	// QPUs are the machine's QPU backends; Hybrid says, by trace job
+	// number, which jobs hold slots of them and submit QPU jobs (see
+	// ParseHybrid and GenHybrid). Each backend runs one QPU job at a time,
+	// on a simulated executor that reports the job's device time.
+	QPUs   []timeline.Pool
+	Hybrid map[int64]Hybrid
+}
+
+// QPUResult is what a replay did on one QPU backend. Utilization is
+// device seconds over the makespan. The core's clock counts whole
+// seconds, so a QPU job holds the device for its device time rounded up
+// to a whole second (at least one): utilization stays below 1 when QPU
+// jobs are shorter than that even if the device never idles.
+type QPUResult struct {
+	Backend     string      `json:"backend"`
+	Slots       int         `json:"slots"`
+	Completed   int         `json:"completed"`
+	Cancelled   int         `json:"cancelled"` // their job ended first
+	DeviceSecs  float64     `json:"device_s"`
+	Utilization float64     `json:"utilization"`
+	Users       []UserShare `json:"users"`
+}
+
+// UserShare is one user's use of a QPU backend: device seconds, and their
+// share of all the device seconds of the backend.
+type UserShare struct {
+	User       string  `json:"user"`
+	Jobs       int     `json:"jobs"`
+	DeviceSecs float64 `json:"device_s"`
+	Share      float64 `json:"share"`
 }
 
 // JobResult is one simulated job.
@@ -89,6 +121,7 @@ type Result struct {
 	MaxWait     int64          `json:"max_wait_s"`
 	MeanBSLD    float64        `json:"mean_bsld"`
 	TimedOut    int            `json:"timed_out"`
+	QPU         []QPUResult    `json:"qpu,omitempty"`
 	Elapsed     float64        `json:"elapsed_s"`
 	PerJob      []JobResult    `json:"-"`
 }
@@ -143,7 +176,9 @@ func Run(jobs []swf.SimJob, units int, cfg Config) (Result, error) {
 		nodes[i] = "u" + strconv.Itoa(i)
 	}
 	in, err := instance.New(instance.Config{
-		Nodes: nodes, Policy: cfg.Policy, DefaultWalltime: 3600, Origin: origin,
+		Nodes: nodes, Pools: cfg.QPUs, Policy: cfg.Policy, DefaultWalltime: 3600, Origin: origin,
+		// The simulated executors never fall silent.
+		QPUHeartbeatTimeout: 1 << 32,
 	})
 	if err != nil {
 		return res, err
@@ -162,7 +197,7 @@ func Run(jobs []swf.SimJob, units int, cfg Config) (Result, error) {
 			if o.Start <= origin {
 				return res, fmt.Errorf("sim: --resv %q: an occurrence starts at the trace start or before; use start=+DURATION", s)
 			}
-			if _, err := in.AddResv(origin, admin, o); err != nil {
+			if _, err := in.Step(origin, instance.AddResv{Who: admin, Spec: o}); err != nil {
 				return res, fmt.Errorf("sim: --resv %q: %v", s, err)
 			}
 			res.Resvs++
@@ -171,7 +206,8 @@ func Run(jobs []swf.SimJob, units int, cfg Config) (Result, error) {
 	in.Ready()
 
 	r := &replay{cfg: cfg, in: in, jobs: jobs, idx: make(map[instance.JobID]int32, len(jobs)),
-		start: make([]int64, len(jobs)), end: make([]int64, len(jobs))}
+		start: make([]int64, len(jobs)), end: make([]int64, len(jobs)),
+		qms: map[qpu.JobID]int64{}, devBusy: map[string]int{}}
 	if cfg.Nodes {
 		r.nodes = make([][]string, len(jobs))
 	}
@@ -179,6 +215,7 @@ func Run(jobs []swf.SimJob, units int, cfg Config) (Result, error) {
 		return res, err
 	}
 	r.finish(&res)
+	r.finishQPU(&res)
 	return res, nil
 }
 
@@ -194,6 +231,12 @@ type replay struct {
 	nodes [][]string
 	done  int
 	comp  completions
+	// qms is the device time of each QPU job not yet reported; devBusy
+	// counts the QPU jobs on each backend's simulated device; qcomp are
+	// their completions.
+	qms     map[qpu.JobID]int64
+	devBusy map[string]int
+	qcomp   qpuCompletions
 }
 
 // loop advances the virtual clock from event to event: job completions,
@@ -201,7 +244,7 @@ type replay struct {
 func (r *replay) loop() error {
 	next := 0
 	total := len(r.jobs)
-	for r.done < total {
+	for r.done < total || len(r.qcomp) > 0 {
 		now := instance.Time(1<<62 - 1)
 		if next < total {
 			now = instance.Time(r.jobs[next].Submit)
@@ -209,16 +252,30 @@ func (r *replay) loop() error {
 		if len(r.comp) > 0 && r.comp[0].t < now {
 			now = r.comp[0].t
 		}
+		if len(r.qcomp) > 0 && r.qcomp[0].t < now {
+			now = r.qcomp[0].t
+		}
 		if w, ok := r.in.NextWake(); ok && w < now {
 			now = w
 		}
 		if now == 1<<62-1 {
 			return fmt.Errorf("sim: %d jobs can never run (stuck in the queue)", total-r.done)
 		}
+		for len(r.qcomp) > 0 && r.qcomp[0].t == now {
+			c := heap.Pop(&r.qcomp).(qpuCompletion)
+			if _, err := r.in.Step(now, instance.QPUReport{Executor: c.backend, Job: c.job, Outcome: qpu.Outcome{ExecMS: r.qms[c.job]}}); err != nil {
+				return fmt.Errorf("sim: QPU job %d: %v", c.job, err)
+			}
+			delete(r.qms, c.job)
+			r.devBusy[c.backend]--
+			if err := r.drain(now); err != nil {
+				return err
+			}
+		}
 		for len(r.comp) > 0 && r.comp[0].t == now {
 			c := heap.Pop(&r.comp).(completion)
 			if _, running := r.idx[c.id]; running {
-				if err := r.in.Exited(now, c.id, instance.Exit{Code: 0}); err != nil {
+				if _, err := r.in.Step(now, instance.Exited{Job: c.id, Exit: instance.Exit{Code: 0}}); err != nil {
 					return err
 				}
 				r.ended(now, c.id)
@@ -236,7 +293,9 @@ func (r *replay) loop() error {
 				return err
 			}
 		}
-		r.in.Tick(now)
+		if _, err := r.in.Step(now, instance.Tick{}); err != nil {
+			return err
+		}
 		if err := r.drain(now); err != nil {
 			return err
 		}
@@ -259,14 +318,15 @@ func (r *replay) submit(now instance.Time, i int) error {
 	if r.cfg.Estimate == Actual {
 		wall = j.Run
 	}
-	user := "u" + strconv.FormatInt(max(j.User, 0), 10)
-	id, err := r.in.Submit(now, instance.Actor{User: user}, "root", instance.Spec{
-		Nodes: int(j.Units), Walltime: instance.Duration(wall),
-	})
+	spec := instance.Spec{Nodes: int(j.Units), Walltime: instance.Duration(wall)}
+	if h, ok := r.cfg.Hybrid[j.ID]; ok {
+		spec.Slots = map[string]int{h.Backend: h.Slots}
+	}
+	o, err := r.in.Step(now, instance.Submit{Who: instance.Actor{User: simUser(j)}, Path: "root", Spec: spec})
 	if err != nil {
 		return fmt.Errorf("sim: trace job %d: %v", j.ID, err)
 	}
-	r.idx[id] = int32(i)
+	r.idx[o.Job] = int32(i)
 	return nil
 }
 
@@ -276,8 +336,13 @@ func (r *replay) submit(now instance.Time, i int) error {
 func (r *replay) drain(now instance.Time) error {
 	for {
 		rd := r.in.Ready()
-		if len(rd.Effects) == 0 {
+		if len(rd.Effects) == 0 && len(rd.QPU.Wake) == 0 {
 			return nil
+		}
+		for _, b := range rd.QPU.Wake {
+			if err := r.pullQPU(now, b); err != nil {
+				return err
+			}
 		}
 		for _, e := range rd.Effects {
 			i, ok := r.idx[e.Job]
@@ -298,15 +363,101 @@ func (r *replay) drain(now instance.Time) error {
 				if j.Run <= wall {
 					heap.Push(&r.comp, completion{t: now + instance.Time(j.Run), id: e.Job})
 				}
+				if err := r.submitQPU(now, e, j); err != nil {
+					return err
+				}
 			case instance.SignalJob:
 				if r.end[i] == 0 && e.Signal == syscall.SIGTERM {
-					if err := r.in.Exited(now, e.Job, instance.Exit{Signal: "SIGTERM"}); err != nil {
+					if _, err := r.in.Step(now, instance.Exited{Job: e.Job, Exit: instance.Exit{Signal: "SIGTERM"}}); err != nil {
 						return err
 					}
 					r.ended(now, e.Job)
 				}
 			}
 		}
+	}
+}
+
+func simUser(j swf.SimJob) string { return "u" + strconv.FormatInt(max(j.User, 0), 10) }
+
+// submitQPU submits the QPU jobs of hybrid trace job j, which started as
+// core job e.Job, from inside it.
+func (r *replay) submitQPU(now instance.Time, e instance.Effect, j swf.SimJob) error {
+	h, ok := r.cfg.Hybrid[j.ID]
+	if !ok {
+		return nil
+	}
+	path := instance.JobPath(e.Path, e.Job)
+	for range h.QPUJobs {
+		o, err := r.in.Step(now, instance.QPUSubmit{Who: instance.Actor{User: simUser(j)}, Path: path, Backend: h.Backend, Job: qpu.Job{Shots: h.Shots}})
+		if err != nil {
+			return fmt.Errorf("sim: trace job %d: QPU job: %v", j.ID, err)
+		}
+		r.qms[o.QPUJob] = h.MS
+	}
+	return nil
+}
+
+// pullQPU hands backend's next QPU jobs to its simulated device while it
+// is free. The device holds a job for its device time rounded up to whole
+// seconds, the core's clock.
+func (r *replay) pullQPU(now instance.Time, backend string) error {
+	for r.devBusy[backend] == 0 {
+		o, err := r.in.Step(now, instance.QPUPull{Executor: backend, Backend: backend})
+		if err != nil || !o.Pulled {
+			return err
+		}
+		t := o.Task
+		r.devBusy[backend]++
+		heap.Push(&r.qcomp, qpuCompletion{t: now + instance.Time(max(1, (r.qms[t.Job]+999)/1000)), job: t.Job, backend: backend})
+	}
+	return nil
+}
+
+// finishQPU sums the QPU jobs by backend and user.
+func (r *replay) finishQPU(res *Result) {
+	if len(r.cfg.QPUs) == 0 {
+		return
+	}
+	byName := map[string]*QPUResult{}
+	users := map[string]map[string]*UserShare{}
+	for _, p := range r.cfg.QPUs {
+		res.QPU = append(res.QPU, QPUResult{Backend: p.Name, Slots: p.Size, Users: []UserShare{}})
+		users[p.Name] = map[string]*UserShare{}
+	}
+	for i := range res.QPU {
+		byName[res.QPU[i].Backend] = &res.QPU[i]
+	}
+	for _, j := range r.in.QPU().Jobs(nil) {
+		q := byName[j.Backend]
+		switch j.State {
+		case qpu.Completed:
+			q.Completed++
+		case qpu.Cancelled:
+			q.Cancelled++
+		}
+		secs := float64(j.ExecMS) / 1000
+		q.DeviceSecs += secs
+		u := users[j.Backend][j.User]
+		if u == nil {
+			u = &UserShare{User: j.User}
+			users[j.Backend][j.User] = u
+		}
+		u.Jobs++
+		u.DeviceSecs += secs
+	}
+	for i := range res.QPU {
+		q := &res.QPU[i]
+		if res.Makespan > 0 {
+			q.Utilization = q.DeviceSecs / float64(res.Makespan)
+		}
+		for _, u := range users[q.Backend] {
+			if q.DeviceSecs > 0 {
+				u.Share = u.DeviceSecs / q.DeviceSecs
+			}
+			q.Users = append(q.Users, *u)
+		}
+		sort.Slice(q.Users, func(a, b int) bool { return q.Users[a].User < q.Users[b].User })
 	}
 }
 
@@ -318,7 +469,9 @@ func (r *replay) ended(now instance.Time, id instance.JobID) {
 	// The replay keeps its own per-job results: the core may drop the
 	// records of ended jobs, so memory follows the live jobs, not the trace.
 	if r.done%4096 == 0 {
-		r.in.Forget(now + 1)
+		if _, err := r.in.Step(now, instance.Forget{Before: now + 1}); err != nil {
+			panic(fmt.Sprintf("sim: forgetting ended jobs failed: %v", err))
+		}
 	}
 }
 
@@ -359,6 +512,31 @@ func (r *replay) finish(res *Result) {
 	if res.Makespan > 0 {
 		res.Utilization = work / (float64(res.Units) * float64(res.Makespan))
 	}
+}
+
+type qpuCompletion struct {
+	t       instance.Time
+	job     qpu.JobID
+	backend string
+}
+
+// qpuCompletions is a min-heap by time, then QPU job ID.
+type qpuCompletions []qpuCompletion
+
+func (c qpuCompletions) Len() int { return len(c) }
+func (c qpuCompletions) Less(a, b int) bool {
+	if c[a].t != c[b].t {
+		return c[a].t < c[b].t
+	}
+	return c[a].job < c[b].job
+}
+func (c qpuCompletions) Swap(a, b int) { c[a], c[b] = c[b], c[a] }
+func (c *qpuCompletions) Push(x any)   { *c = append(*c, x.(qpuCompletion)) }
+func (c *qpuCompletions) Pop() any {
+	old := *c
+	x := old[len(old)-1]
+	*c = old[:len(old)-1]
+	return x
 }
 
 type completion struct {

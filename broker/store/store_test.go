@@ -59,6 +59,7 @@ type decoded struct {
 	resv instance.Resv
 	qpu  QPURecords
 	ids  IDs
+	node instance.NodeState
 }
 
 func decode(t *testing.T, g golden) decoded {
@@ -74,6 +75,8 @@ func decode(t *testing.T, g golden) decoded {
 		err = d.qpu.DecodeQPU(g.key, g.data)
 	case MetaBucket:
 		d.ids, err = DecodeIDs(g.data)
+	case NodesBucket:
+		d.node, err = DecodeNode(g.key, g.data)
 	default:
 		t.Fatalf("golden record in unknown bucket %s", g.bucket)
 	}

@@ -44,7 +44,7 @@ func brokerCommand() *cli.Command {
 				&cli.IntFlag{Name: "replicas", Value: 1, Usage: "JetStream replicas of the broker's state (external clusters)"},
 				&cli.StringFlag{Name: "nodes", Value: "node[0-15]", Usage: "the nodes, as a hostlist"},
 				&cli.StringSliceFlag{Name: "qpu", Value: cli.NewStringSlice("qpu0:8"), Usage: "a QPU backend and its slots, NAME:SLOTS[:DEVICES] (repeatable; DEVICES: jobs it runs at once, default 1)"},
-				&cli.StringFlag{Name: "qpu-heartbeat", Value: "1s", Usage: "how often QPU executors send heartbeats; one silent for three is gone and its job requeued"},
+				&cli.StringFlag{Name: "qpu-heartbeat", Value: "1s", Usage: "how often QPU executors send heartbeats; one silent for three (rounded up to whole seconds, plus one) is gone and its job requeued"},
 				&cli.BoolFlag{Name: "qpu-sim", Usage: "also run a simulated QPU executor for every backend, in this process (demos, tests)"},
 				&cli.StringFlag{Name: "policy", Value: "easy", Usage: "queue policy: fcfs, easy, conservative or hybrid:N"},
 				&cli.StringFlag{Name: "default-walltime", Value: "1h", Usage: "walltime of jobs that give none"},

@@ -22,10 +22,17 @@ func simCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "sim",
 		Usage:     "replay a workload trace (Standard Workload Format) through the scheduler",
-		UsageText: "strata sim --trace FILE.swf[.gz] [--policy easy] [--units N] [--estimate requested|actual] [--resv SPEC]... [--per-job FILE.csv] [--json]",
+		UsageText: "strata sim --trace FILE.swf[.gz] [--policy easy] [--units N] [--estimate requested|actual] [--resv SPEC]... [--qpu qpu0:8 (--qpu-jobs FILE.csv | --qpu-gen SEED)] [--per-job FILE.csv] [--json]",
 		Description: "Replays the trace with a virtual clock through the same scheduling core the broker runs.\n" +
 			"One SWF processor is one node. --resv injects reservations, e.g.\n" +
-			"--resv 'start=+7d,duration=8h,nodes=128,every=7d' (a weekly 8-hour DAT of 128 nodes).",
+			"--resv 'start=+7d,duration=8h,nodes=128,every=7d' (a weekly 8-hour DAT of 128 nodes).\n\n" +
+			"A hybrid workload adds QPU backends (--qpu) and says which trace jobs hold QPU slots and submit\n" +
+			"QPU jobs: a side file (--qpu-jobs), one line per such job,\n" +
+			"  job,backend,slots,qpu_jobs,shots,ms\n" +
+			"  17,qpu0,2,5,1000,1200\n" +
+			"(trace job 17 holds 2 slots of qpu0 and at its start submits 5 QPU jobs of 1000 shots, 1.2 s of\n" +
+			"device time each), or generated (--qpu-gen SEED: a --qpu-frac share of the jobs, 0.1 by default).\n" +
+			"The result adds each backend's QPU utilization and each user's share of its device time.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "trace", Usage: "the SWF trace (gzip is read transparently)", Required: true},
 			&cli.StringFlag{Name: "policy", Value: "easy", Usage: "fcfs, easy, conservative or hybrid:N"},
@@ -34,6 +41,10 @@ func simCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "resv", Usage: "inject a reservation: start=+7d,duration=8h,nodes=128[,every=7d][,until=+90d] (repeatable)"},
 			&cli.IntFlag{Name: "limit", Usage: "replay only the first N jobs of the trace"},
 			&cli.StringFlag{Name: "per-job", Usage: "write one CSV line per job (id,submit,start,end,units) to this file"},
+			&cli.StringFlag{Name: "qpu", Usage: "QPU backends of the machine: NAME:SLOTS[,NAME:SLOTS] (default qpu0:8 with --qpu-jobs or --qpu-gen)"},
+			&cli.StringFlag{Name: "qpu-jobs", Usage: "hybrid side file: job,backend,slots,qpu_jobs,shots,ms per line (see above)"},
+			&cli.Uint64Flag{Name: "qpu-gen", Usage: "generate a hybrid workload with this seed instead of --qpu-jobs"},
+			&cli.Float64Flag{Name: "qpu-frac", Value: 0.1, Usage: "with --qpu-gen: the share of trace jobs that use a QPU"},
 			&cli.BoolFlag{Name: "json", Usage: "print the result as one JSON object"},
 		},
 		Action: runSim,
@@ -66,6 +77,9 @@ func runSim(c *cli.Context) error {
 		return err
 	}
 	cfg := sim.Config{Policy: pol, Estimate: est, Resvs: c.StringSlice("resv"), PerJob: c.String("per-job") != ""}
+	if err := hybridConfig(c, jobs, &cfg); err != nil {
+		return err
+	}
 	if isTerminal(os.Stderr) && !c.Bool("json") {
 		bar := newProgress(c.App.ErrWriter, "replaying")
 		cfg.Progress = bar.update
@@ -94,6 +108,44 @@ func runSim(c *cli.Context) error {
 		return enc.Encode(res)
 	}
 	printSim(c.App.Writer, c.String("trace"), res)
+	return nil
+}
+
+// hybridConfig reads the QPU side of a replay from c's flags into cfg.
+func hybridConfig(c *cli.Context, jobs []swf.SimJob, cfg *sim.Config) error {
+	file, gen := c.String("qpu-jobs"), c.IsSet("qpu-gen")
+	if file != "" && gen {
+		return usageErr(fmt.Errorf("--qpu-jobs and --qpu-gen both given: read a hybrid workload or generate one, not both"))
+	}
+	if c.IsSet("qpu-frac") && (!gen || c.Float64("qpu-frac") < 0 || c.Float64("qpu-frac") > 1) {
+		return usageErr(fmt.Errorf("--qpu-frac %g: give a share from 0 to 1, with --qpu-gen", c.Float64("qpu-frac")))
+	}
+	spec := c.String("qpu")
+	if spec == "" && file == "" && !gen {
+		return nil
+	}
+	if spec == "" {
+		spec = "qpu0:8"
+	}
+	pools, err := sim.ParseBackends(spec)
+	if err != nil {
+		return usageErr(fmt.Errorf("--qpu: %w", err))
+	}
+	cfg.QPUs = pools
+	switch {
+	case file != "":
+		f, err := os.Open(file)
+		if err != nil {
+			return fmt.Errorf("--qpu-jobs: %w", err)
+		}
+		defer f.Close()
+		cfg.Hybrid, err = sim.ParseHybrid(f, file, pools)
+		if err != nil {
+			return usageErr(err)
+		}
+	case gen:
+		cfg.Hybrid = sim.GenHybrid(jobs, pools, c.Uint64("qpu-gen"), c.Float64("qpu-frac"))
+	}
 	return nil
 }
 
@@ -144,5 +196,12 @@ func printSim(w io.Writer, trace string, r sim.Result) {
 	fmt.Fprintf(w, "wait median      %.0f s\n", r.MedianWait)
 	fmt.Fprintf(w, "wait max         %d s\n", r.MaxWait)
 	fmt.Fprintf(w, "bounded slowdown %.2f (mean, tau 10 s)\n", r.MeanBSLD)
+	for _, q := range r.QPU {
+		fmt.Fprintf(w, "QPU %-12s %d slots, %d QPU jobs completed, %d cancelled, %.0f device s, utilization %.4f\n",
+			q.Backend, q.Slots, q.Completed, q.Cancelled, q.DeviceSecs, q.Utilization)
+		for _, u := range q.Users {
+			fmt.Fprintf(w, "  %-14s %6d QPU jobs %10.0f device s  share %.4f\n", u.User, u.Jobs, u.DeviceSecs, u.Share)
+		}
+	}
 	fmt.Fprintf(w, "elapsed          %.2f s\n", r.Elapsed)
 }

@@ -98,3 +98,56 @@ func TestSimCommandErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestSimHybrid: a trace with a hybrid side file reports each backend's QPU
+// use and each user's share; a generated workload too; bad side files
+// are refused with the line and the field, and nothing is replayed.
+func TestSimHybrid(t *testing.T) {
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "tiny.swf")
+	os.WriteFile(trace, []byte(tinyTrace), 0o644)
+	side := filepath.Join(dir, "hybrid.csv")
+	os.WriteFile(side, []byte("job,backend,slots,qpu_jobs,shots,ms\n1,qpu0,2,3,1000,2000\n3,qpu1,1,2,500,1000\n"), 0o644)
+	out, errOut, code := runApp(t, "sim", "--trace", trace, "--qpu", "qpu0:4,qpu1:1", "--qpu-jobs", side, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var res struct {
+		QPU []struct {
+			Backend     string
+			Completed   int
+			DeviceS     float64 `json:"device_s"`
+			Utilization float64
+			Users       []struct {
+				User  string
+				Share float64
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.QPU) != 2 || res.QPU[0].Backend != "qpu0" || res.QPU[0].Completed != 3 || res.QPU[0].DeviceS != 6 ||
+		res.QPU[0].Utilization <= 0 || len(res.QPU[0].Users) != 1 || res.QPU[0].Users[0].Share != 1 ||
+		res.QPU[1].Completed != 2 || res.QPU[1].DeviceS != 2 {
+		t.Errorf("QPU results: %s", out)
+	}
+	out, errOut, code = runApp(t, "sim", "--trace", trace, "--qpu-gen", "7", "--qpu-frac", "1")
+	if code != 0 || !strings.Contains(out, "QPU qpu0") || !strings.Contains(out, "share") {
+		t.Errorf("--qpu-gen: exit %d: %s%s", code, out, errOut)
+	}
+	for _, tc := range []struct{ file, want string }{
+		{"1,qpu0,2,3,1000,2000\n2,qpu7,1,1,1,1\n", `line 2: field "backend": unknown backend "qpu7"`},
+		{"1,qpu0,2,3,-1000,2000\n", `line 1: field "shots": -1000 is negative`},
+		{"1,qpu1,2,3,1000,2000\n", `line 1: field "slots": 2 slots, but qpu1 has 1`},
+	} {
+		os.WriteFile(side, []byte(tc.file), 0o644)
+		out, errOut, code := runApp(t, "sim", "--trace", trace, "--qpu", "qpu0:4,qpu1:1", "--qpu-jobs", side)
+		if code == 0 || !strings.Contains(errOut, tc.want) || out != "" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want a refusal with %q", tc.file, code, out, errOut, tc.want)
+		}
+	}
+	if _, errOut, code := runApp(t, "sim", "--trace", trace, "--qpu-jobs", side, "--qpu-gen", "1"); code == 0 || !strings.Contains(errOut, "not both") {
+		t.Errorf("--qpu-jobs with --qpu-gen: exit %d: %s", code, errOut)
+	}
+}
