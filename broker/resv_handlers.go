@@ -105,6 +105,9 @@ func (r *Runtime) resvCreate(ctx context.Context, q Request) (any, error) {
 			out := r.apiResv(instance.Resv{Spec: spec, Path: q.Path + "." + spec.Name, Parent: q.Path, NodeNames: inst.NodeNames(plan.Nodes)})
 			out.State, out.URI = "planned", ""
 			out.Killed = r.killed(plan.Kill)
+			if len(plan.Wait) > 0 {
+				out.WaitsFor, out.ExpectedStart = r.killed(plan.Wait), unix(plan.Effective)
+			}
 			return out, nil
 		}
 		o, err := r.in.Step(now, instance.AddResv{Who: actor(q), Path: inst.Path(), Spec: spec})
@@ -144,6 +147,9 @@ func (r *Runtime) apiResv(rv instance.Resv) api.Resv {
 		// The jobs marked to die at its start, while they still run (in
 		// its parent or, for maintenance, inside the DATs it overlaps).
 		out.Killed = r.killed(r.in.MarkedFor(rv.Name))
+	}
+	if at, ids := r.in.MaintWait(rv.Name); len(ids) > 0 {
+		out.WaitsFor, out.ExpectedStart = r.killed(ids), unix(at)
 	}
 	return out
 }

@@ -84,7 +84,13 @@ type Instance struct {
 	owner  string      // the user of a child job's instance, who alone (and admins) may use it
 	ended  bool        // a child whose window or job has ended
 	layer  []layerSpan // its maintenance layer (see maint.go)
-	sh     *shared
+	// maintWaits: its maintenance layer leaves nodes to running jobs
+	// that a window waits for; it is laid again when one ends.
+	maintWaits bool
+	// out are its nodes that are down or drained, usable the others;
+	// both are empty while no node is out (see nodes.go).
+	out, usable timeline.NodeSet
+	sh          *shared
 }
 
 // shared is the state of a whole instance tree.
@@ -107,6 +113,10 @@ type shared struct {
 	out      Ready
 	outJobs  map[JobID]bool
 	outResvs map[string]bool
+	outNodes map[string]bool
+	// nodes holds the state of the root's nodes that are down or
+	// drained, by name (see nodes.go).
+	nodes map[string]*NodeState
 }
 
 // wake is a moment at which the tree must act even if nothing happens.
@@ -163,6 +173,8 @@ func New(cfg Config) (*Instance, error) {
 		dirty:    make(map[*Instance]bool),
 		outJobs:  make(map[JobID]bool),
 		outResvs: make(map[string]bool),
+		outNodes: make(map[string]bool),
+		nodes:    make(map[string]*NodeState),
 	}
 	qcfg := qpu.Config{HeartbeatTimeout: qpu.Time(cfg.QPUHeartbeatTimeout) * 1000}
 	for _, p := range cfg.Pools {
@@ -206,6 +218,7 @@ func newInstance(cfg Config, parent *Instance, sh *shared) (*Instance, error) {
 		sh:     sh,
 	}
 	sh.insts[cfg.Path] = in
+	in.refreshOut()
 	return in, nil
 }
 
@@ -258,6 +271,7 @@ func (in *Instance) Ready() Ready {
 	in.sh.out = Ready{}
 	clear(in.sh.outJobs)
 	clear(in.sh.outResvs)
+	clear(in.sh.outNodes)
 	return r
 }
 
@@ -978,6 +992,15 @@ func (in *Instance) release(now Time, j *Job) {
 	in.setDeadline(j, 0)
 	in.freed = true
 	in.dirty()
+	owner := in
+	if in.resv != nil && !in.resv.Maint {
+		owner = in.parent
+	}
+	if owner.maintWaits {
+		// A maintenance window waited for it: the window takes its
+		// nodes now.
+		owner.rebuildMaint(now, nil)
+	}
 }
 
 // jobEnded resolves the jobs that depend on j.

@@ -152,6 +152,24 @@ type (
 		Job      qpu.JobID
 		Outcome  qpu.Outcome
 	}
+	// NodesDown: the root's nodes' health failed (Instance.NodesDown).
+	NodesDown struct {
+		Nodes  []string
+		Reason string
+	}
+	// NodesUp: the root's nodes are healthy again (Instance.NodesUp).
+	NodesUp struct{ Nodes []string }
+	// Drain takes the root's nodes out of service (Instance.Drain).
+	Drain struct {
+		Who    Actor
+		Nodes  []string
+		Reason string
+	}
+	// Undrain puts drained nodes back in service (Instance.Undrain).
+	Undrain struct {
+		Who   Actor
+		Nodes []string
+	}
 )
 
 func (Submit) input()           {}
@@ -179,6 +197,10 @@ func (QPURegister) input()      {}
 func (QPUPull) input()          {}
 func (QPUHeartbeat) input()     {}
 func (QPUReport) input()        {}
+func (NodesDown) input()        {}
+func (NodesUp) input()          {}
+func (Drain) input()            {}
+func (Undrain) input()          {}
 
 // Output is what an input returns besides its effects (which Ready
 // drains): the fields its input fills, the others zero.
@@ -262,6 +284,14 @@ func (in *Instance) Step(now Time, x Input) (Output, error) {
 		out.Abort, err = in.QPUHeartbeat(now, x.Executor, x.Backend, x.Job)
 	case QPUReport:
 		err = in.QPUReport(now, x.Executor, x.Job, x.Outcome)
+	case NodesDown:
+		err = in.NodesDown(now, x.Nodes, x.Reason)
+	case NodesUp:
+		err = in.NodesUp(now, x.Nodes)
+	case Drain:
+		err = in.Drain(now, x.Who, x.Nodes, x.Reason)
+	case Undrain:
+		err = in.Undrain(now, x.Who, x.Nodes)
 	default:
 		// Input is a closed set: only this package's types implement
 		// it. (x is not formatted: that would make every input escape to
