@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/strata-hpc/strata/api"
+	"github.com/strata-hpc/strata/broker/agent"
 	"github.com/strata-hpc/strata/broker/executor"
 	"github.com/strata-hpc/strata/broker/store"
 	"github.com/strata-hpc/strata/instance"
@@ -47,8 +48,12 @@ type Resources struct {
 	MaxWalltime     time.Duration   // 0: none
 	KillGrace       time.Duration   // SIGTERM to SIGKILL; default 10s
 	// Executor runs the jobs; default a local executor with its state
-	// under the broker's state directory.
+	// under the broker's state directory (the built-in agent of the
+	// embedded default: every node is this machine).
 	Executor executor.Executor
+	// Agents, when set, runs every job on the node agent of its first
+	// node ('strata agent', package agent) instead; Executor must be nil.
+	Agents *AgentConfig
 	// QPUConcurrency is how many QPU jobs each backend runs at once (its
 	// devices); default 1.
 	QPUConcurrency map[string]int
@@ -61,6 +66,14 @@ type Resources struct {
 	// bounds how many ended jobs stay live: the oldest go first.
 	KeepFinished    time.Duration
 	KeepFinishedMax int
+}
+
+// AgentConfig configures the node agents' side of the broker.
+type AgentConfig struct {
+	// Heartbeat is how often agents send heartbeats (default 1s);
+	// NodeTimeout how long one may be silent before its nodes are down
+	// (default 30s).
+	Heartbeat, NodeTimeout time.Duration
 }
 
 // Runtime hosts the scheduling core in the broker. Every input (a request,
@@ -76,9 +89,10 @@ type Resources struct {
 // waits until the records of its input, and the starts it caused, are
 // acknowledged by JetStream. Scheduling decisions are the core's alone.
 type Runtime struct {
-	b    *Broker
-	res  Resources
-	exec executor.Executor
+	b      *Broker
+	res    Resources
+	exec   executor.Executor
+	remote *agent.Remote // exec, when jobs run on node agents
 
 	mu       sync.Mutex
 	in       *instance.Instance
@@ -188,7 +202,10 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 	if res.KillGrace < 0 {
 		return nil, fmt.Errorf("broker: kill grace %s is negative", res.KillGrace)
 	}
-	if res.Executor == nil {
+	if res.Agents != nil && res.Executor != nil {
+		return nil, errors.New("broker: Resources.Agents and Resources.Executor exclude each other")
+	}
+	if res.Executor == nil && res.Agents == nil {
 		ex, err := executor.NewLocal(executor.LocalOptions{StateDir: b.opts.StateDir + "/executor"})
 		if err != nil {
 			return nil, err
@@ -217,6 +234,17 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 		done:      make(chan struct{}),
 	}
 	r.idle = sync.NewCond(&r.mu)
+	if res.Agents != nil {
+		rm, err := agent.NewRemote(agent.RemoteOptions{
+			Commands: b.nc, Serve: b.snc, Nodes: res.Nodes,
+			Heartbeat: res.Agents.Heartbeat, NodeTimeout: res.Agents.NodeTimeout,
+			Log: b.log, Running: r.runningOn,
+		})
+		if err != nil {
+			return nil, err
+		}
+		r.exec, r.res.Executor, r.remote = rm, rm, rm
+	}
 	if err := r.startQPU(); err != nil {
 		return nil, err
 	}
@@ -239,9 +267,30 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 		r.commits.stop()
 		return nil, err
 	}
+	if r.remote != nil {
+		// Only now that the running jobs are restored and adopted: an
+		// agent that registered before would be told to kill them.
+		if err := r.remote.Listen(); err != nil {
+			r.commits.stop()
+			return nil, err
+		}
+	}
 	go r.reapExits()
 	go r.sweeper()
 	return r, nil
+}
+
+// runningOn reports whether job id (an executor ID) is running with node
+// as its first node: the node agents' jobs that are not are killed.
+func (r *Runtime) runningOn(id, node string) bool {
+	n, err := strconv.ParseInt(id, 10, 64)
+	if err != nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	j, ok := r.in.Job(instance.JobID(n))
+	return ok && j.State == instance.Running && len(j.Nodes) > 0 && j.Nodes[0] == node
 }
 
 func secs(d time.Duration) instance.Duration { return instance.Duration(d / time.Second) }
@@ -750,6 +799,7 @@ func (r *Runtime) startJob(e instance.Effect) {
 	t := &startTask{job: e.Job, spec: executor.Spec{
 		ID: id, Argv: m.Command, Dir: m.Cwd,
 		Env:    executor.JobEnv(base, r.b.URI(uriPath), id, hostlist.Format(e.Nodes), len(e.Nodes)),
+		Nodes:  e.Nodes,
 		Stdout: executor.ExpandPath(m.Stdout, m.Cwd, vars),
 		Stderr: executor.ExpandPath(m.Stderr, m.Cwd, vars),
 	}}

@@ -46,6 +46,9 @@ func brokerCommand() *cli.Command {
 				&cli.StringSliceFlag{Name: "qpu", Value: cli.NewStringSlice("qpu0:8"), Usage: "a QPU backend and its slots, NAME:SLOTS[:DEVICES] (repeatable; DEVICES: jobs it runs at once, default 1)"},
 				&cli.StringFlag{Name: "qpu-heartbeat", Value: "1s", Usage: "how often QPU executors send heartbeats; one silent for three is gone and its job requeued"},
 				&cli.BoolFlag{Name: "qpu-sim", Usage: "also run a simulated QPU executor for every backend, in this process (demos, tests)"},
+				&cli.BoolFlag{Name: "no-local-agent", Usage: "run no job on this machine: every job runs on the node agent of its first node ('strata agent --node NAME' on each host; 'strata user add NAME --agent' makes its credentials)"},
+				&cli.StringFlag{Name: "agent-heartbeat", Value: "1s", Usage: "with --no-local-agent: how often node agents send heartbeats"},
+				&cli.StringFlag{Name: "node-timeout", Value: "30s", Usage: "with --no-local-agent: a node whose agent is silent this long is down"},
 				&cli.StringFlag{Name: "policy", Value: "easy", Usage: "queue policy: fcfs, easy, conservative or hybrid:N"},
 				&cli.StringFlag{Name: "default-walltime", Value: "1h", Usage: "walltime of jobs that give none"},
 				&cli.StringFlag{Name: "max-walltime", Value: api.FormatLimit(api.DefaultMaxWalltime), Usage: "the longest walltime a job may ask for (at most 36600d)"},
@@ -93,7 +96,7 @@ func runBroker(c *cli.Context) error {
 		return cliapp.UsageErr(fmt.Errorf("--policy: %w", err))
 	}
 	durs := map[string]time.Duration{}
-	for _, f := range []string{"default-walltime", "max-walltime", "kill-grace", "qpu-heartbeat", "keep-finished"} {
+	for _, f := range []string{"default-walltime", "max-walltime", "kill-grace", "qpu-heartbeat", "keep-finished", "agent-heartbeat", "node-timeout"} {
 		d, err := when.ParseDuration(c.String(f))
 		if err != nil {
 			return cliapp.UsageErr(fmt.Errorf("--%s: %w", f, err))
@@ -105,6 +108,19 @@ func runBroker(c *cli.Context) error {
 	}
 	if n := c.Int("keep-finished-max"); n < 0 {
 		return cliapp.UsageErr(fmt.Errorf("--keep-finished-max %d: give a count of jobs, or 0 for no bound", n))
+	}
+	var agents *broker.AgentConfig
+	if c.Bool("no-local-agent") {
+		if durs["agent-heartbeat"] <= 0 || durs["node-timeout"] < 2*durs["agent-heartbeat"] {
+			return cliapp.UsageErr(fmt.Errorf("--node-timeout %s: give at least two heartbeats (--agent-heartbeat %s), e.g. 30s", c.String("node-timeout"), c.String("agent-heartbeat")))
+		}
+		agents = &broker.AgentConfig{Heartbeat: durs["agent-heartbeat"], NodeTimeout: durs["node-timeout"]}
+	} else {
+		for _, f := range []string{"agent-heartbeat", "node-timeout"} {
+			if c.IsSet(f) {
+				return cliapp.UsageErr(fmt.Errorf("--%s goes with --no-local-agent: without it, this machine runs every job", f))
+			}
+		}
 	}
 	publicJobs, err := broker.ParsePrivateData(c.String("private-data"))
 	if err != nil {
@@ -134,6 +150,7 @@ func runBroker(c *cli.Context) error {
 		DefaultWalltime: durs["default-walltime"], MaxWalltime: durs["max-walltime"], KillGrace: durs["kill-grace"],
 		QPUConcurrency: devices, QPUHeartbeat: durs["qpu-heartbeat"],
 		KeepFinished: durs["keep-finished"], KeepFinishedMax: c.Int("keep-finished-max"),
+		Agents: agents,
 	})
 	if err != nil {
 		b.Shutdown()

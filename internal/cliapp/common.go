@@ -41,6 +41,7 @@ func userCommands() []*cli.Command {
 		whoamiCommand(),
 		resvCommand(), batchCommand(), allocCommand(),
 		qpuCommand(),
+		agentCommand(),
 	}
 	for _, c := range cmds {
 		prepare(c)
