@@ -173,7 +173,7 @@ type SubmitRequest struct {
 	AfterOK    []JobID           `json:"afterok,omitempty"`
 	AfterAny   []JobID           `json:"afterany,omitempty"`
 	AfterNotOK []JobID           `json:"afternotok,omitempty"`
-	Requeue    bool              `json:"requeue,omitempty"` // requeue when killed by a reservation
+	Requeue    bool              `json:"requeue,omitempty"` // requeue when killed by a reservation or lost with its node
 	QPU        map[string]int    `json:"qpu,omitempty"`     // backend → slots
 	Command    []string          `json:"command"`           // argv, argv[0] non-empty
 	Cwd        string            `json:"cwd,omitempty"`
@@ -394,6 +394,9 @@ type NodeStatus struct {
 	State NodeState `json:"state"`
 	Job   JobID     `json:"job,omitempty"`  // the job on it, when allocated
 	Resv  string    `json:"resv,omitempty"` // the reservation holding it now
+	// Out says why a node is down or drained (State NodeDown,
+	// NodeDrained or NodeDraining); nil while it is in service.
+	Out *NodeOut `json:"out,omitempty"`
 }
 
 // QPUStatus is one QPU backend of a resource list, in slots.

@@ -27,6 +27,10 @@ func (r *Runtime) handler(path string) Handler {
 	}
 	r.resvOps(m)
 	r.qpuOps(m)
+	if path == r.in.Path() {
+		m[api.OpNodeDrain] = r.nodeDrain
+		m[api.OpNodeUndrain] = r.nodeUndrain
+	}
 	if path != r.in.Path() {
 		for op, f := range m {
 			m[op] = r.admitted(f)
@@ -390,20 +394,7 @@ func (r *Runtime) resources(_ context.Context, q Request) (any, error) {
 		return nil, err
 	}
 	nodes, pools := inst.Usage(r.now())
-	out := api.ResourcesReply{Nodes: make([]api.NodeStatus, len(nodes))}
-	for i, n := range nodes {
-		st := api.NodeStatus{Name: n.Name, State: api.NodeFree}
-		switch {
-		case n.Job != 0:
-			st.State = api.NodeAllocated
-			if r.seesJob(q, n.Job) {
-				st.Job = api.JobID(n.Job)
-			}
-		case n.Resv != "":
-			st.State, st.Resv = api.NodeReserved, n.Resv
-		}
-		out.Nodes[i] = st
-	}
+	out := api.ResourcesReply{Nodes: r.nodeStatuses(q, nodes)}
 	sort.Slice(pools, func(a, b int) bool { return pools[a].Name < pools[b].Name })
 	for _, p := range pools {
 		out.QPUs = append(out.QPUs, api.QPUStatus{Name: p.Name, Total: p.Total, Used: p.Used, Available: p.Total - p.Used})

@@ -105,11 +105,20 @@ type Runtime struct {
 	closed   bool
 
 	// What the current input changed and must start, taken by output.
-	newArrays  []instance.JobID // job arrays submitted, stored as one record each
-	dirtyJobs  []instance.JobID
-	isDirty    map[instance.JobID]bool
-	dirtyResvs []string
-	isDirtyRv  map[string]bool
+	newArrays   []instance.JobID // job arrays submitted, stored as one record each
+	dirtyJobs   []instance.JobID
+	isDirty     map[instance.JobID]bool
+	dirtyResvs  []string
+	isDirtyRv   map[string]bool
+	dirtyNodes  []string
+	isDirtyNode map[string]bool
+	// orphans are jobs the core ended as lost (their node went down)
+	// whose old processes the executor may still watch: closed and
+	// removed once it has let them go (see nodes.go).
+	orphans map[instance.JobID]chan struct{}
+	// orphanKill: the core's next SIGKILL of the job is for its old
+	// processes.
+	orphanKill map[instance.JobID]bool
 	starts     []*startTask
 	signals    []signalTask
 	// starting holds the jobs whose executor start is in flight.
@@ -222,16 +231,19 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 	}
 	r := &Runtime{
 		b: b, res: res, exec: res.Executor, in: in,
-		meta:      map[instance.JobID]*jobMeta{},
-		keys:      map[string]instance.JobID{},
-		services:  map[string]*Service{},
-		waiters:   map[instance.JobID][]chan struct{}{},
-		isDirty:   map[instance.JobID]bool{},
-		isDirtyRv: map[string]bool{},
-		starting:  map[instance.JobID]*startTask{},
-		signalled: map[instance.JobID]bool{},
-		startSem:  make(chan struct{}, maxStarts),
-		done:      make(chan struct{}),
+		meta:        map[instance.JobID]*jobMeta{},
+		keys:        map[string]instance.JobID{},
+		services:    map[string]*Service{},
+		waiters:     map[instance.JobID][]chan struct{}{},
+		isDirty:     map[instance.JobID]bool{},
+		isDirtyRv:   map[string]bool{},
+		isDirtyNode: map[string]bool{},
+		orphans:     map[instance.JobID]chan struct{}{},
+		orphanKill:  map[instance.JobID]bool{},
+		starting:    map[instance.JobID]*startTask{},
+		signalled:   map[instance.JobID]bool{},
+		startSem:    make(chan struct{}, maxStarts),
+		done:        make(chan struct{}),
 	}
 	r.idle = sync.NewCond(&r.mu)
 	if res.Agents != nil {
@@ -250,7 +262,7 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 	}
 	ctx, cancel := context.WithTimeout(b.ctx, b.opts.StartTimeout)
 	defer cancel()
-	for _, bucket := range []string{JobsBucket, ResvsBucket, QPUBucket, MetaBucket, ArraysBucket} {
+	for _, bucket := range []string{JobsBucket, ResvsBucket, QPUBucket, MetaBucket, ArraysBucket, NodesBucket} {
 		if _, err := b.KeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, Description: "Strata " + bucket}); err != nil {
 			return nil, err
 		}
@@ -384,6 +396,9 @@ func (r *Runtime) restore(ctx context.Context) error {
 	now := r.now()
 	r.in.SkipIDs(instance.JobID(r.savedIDs.Job))
 	r.qp.s.SkipIDs(qpu.JobID(r.savedIDs.QPUJob))
+	if err := r.restoreNodes(ctx); err != nil {
+		return err
+	}
 	lost, err := r.in.Restore(now, resvs, jobs)
 	if err != nil {
 		return fmt.Errorf("broker: restore: %w", err)
@@ -529,6 +544,9 @@ func (r *Runtime) apply() {
 				r.dirtyResvs = append(r.dirtyResvs, name)
 			}
 		}
+		for _, name := range rd.Nodes {
+			r.markNode(name)
+		}
 		for _, e := range rd.Effects {
 			r.effect(e)
 		}
@@ -570,6 +588,9 @@ type output struct {
 type signalTask struct {
 	job instance.JobID
 	sig syscall.Signal
+	// orphan: for the old processes of a job its node's loss ended,
+	// not for a start of it in flight (see orphan).
+	orphan bool
 }
 
 // output takes what the current input changed and must start. The records
@@ -587,7 +608,7 @@ func (r *Runtime) output() output {
 		r.savedIDs = ids
 		r.idsDirty = true
 	}
-	if len(r.dirtyJobs) > 0 || len(r.dirtyResvs) > 0 || len(r.qp.recs) > 0 || len(r.qp.handouts) > 0 || r.idsDirty {
+	if len(r.dirtyJobs) > 0 || len(r.dirtyResvs) > 0 || len(r.dirtyNodes) > 0 || len(r.qp.recs) > 0 || len(r.qp.handouts) > 0 || r.idsDirty {
 		b := &batch{recs: make([]record, 0, len(r.dirtyJobs)+len(r.dirtyResvs)+len(r.qp.recs)), durable: make(chan struct{})}
 		inArray := r.arrayRecords(b)
 		for _, id := range r.dirtyJobs {
@@ -606,6 +627,11 @@ func (r *Runtime) output() output {
 				b.recs = append(b.recs, record{bucket: ResvsBucket, key: name, v: store.FromResv(rv)})
 			}
 		}
+		for _, name := range r.dirtyNodes {
+			if s, ok := r.in.NodeState(name); ok {
+				b.recs = append(b.recs, record{bucket: NodesBucket, key: name, v: store.FromNode(s)})
+			}
+		}
 		b.recs = append(b.recs, r.qp.recs...)
 		if r.idsDirty {
 			b.recs = append(b.recs, record{bucket: MetaBucket, key: store.IDsKey, v: r.savedIDs})
@@ -615,7 +641,8 @@ func (r *Runtime) output() output {
 		r.qp.recs, r.qp.handouts = nil, nil
 		clear(r.isDirty)
 		clear(r.isDirtyRv)
-		r.dirtyJobs, r.dirtyResvs = r.dirtyJobs[:0], r.dirtyResvs[:0]
+		clear(r.isDirtyNode)
+		r.dirtyJobs, r.dirtyResvs, r.dirtyNodes = r.dirtyJobs[:0], r.dirtyResvs[:0], r.dirtyNodes[:0]
 		r.commits.add(b) // under r.mu: in the order of the inputs
 		out.batch = b
 	}
@@ -668,7 +695,7 @@ func (r *Runtime) carryOut(out output) error {
 	if len(out.signals) > 0 {
 		r.mu.Lock()
 		for _, sg := range out.signals {
-			if t := r.starting[sg.job]; t != nil {
+			if t := r.starting[sg.job]; t != nil && !sg.orphan {
 				t.signals = append(t.signals, sg.sig) // sent once it has started
 				continue
 			}
@@ -686,7 +713,12 @@ func (r *Runtime) effect(e instance.Effect) {
 	case instance.StartJob:
 		r.startJob(e)
 	case instance.SignalJob:
-		r.signals = append(r.signals, signalTask{job: e.Job, sig: e.Signal}) // once durable
+		st := signalTask{job: e.Job, sig: e.Signal}
+		if r.orphanKill[e.Job] {
+			delete(r.orphanKill, e.Job)
+			st.orphan = true
+		}
+		r.signals = append(r.signals, st) // once durable
 	case instance.StartChild:
 		if _, err := r.serve(e.ChildPath); err != nil {
 			r.b.log.Error("cannot serve child instance", "path", e.ChildPath, "err", err)
@@ -847,6 +879,7 @@ func (r *Runtime) runStarts(ts []*startTask) error {
 // record of the processes, or the failure to start, which ends the job.
 // The task stays busy until the caller has persisted the output.
 func (r *Runtime) start(t *startTask) output {
+	r.awaitOrphan(t.job)
 	r.startSem <- struct{}{}
 	rec, err := r.exec.Start(t.spec)
 	<-r.startSem
@@ -940,6 +973,7 @@ func (r *Runtime) reapExits() {
 		r.mu.Lock()
 		now := r.now()
 		ids := make([]string, 0, len(xs))
+		var orphans []instance.JobID
 		for _, x := range xs {
 			n, err := strconv.ParseInt(x.ID, 10, 64)
 			if err != nil {
@@ -947,6 +981,14 @@ func (r *Runtime) reapExits() {
 				continue
 			}
 			id := instance.JobID(n)
+			if r.orphans[id] != nil {
+				// The old processes of a job its node's loss ended:
+				// not the job's exit any more (see orphan).
+				delete(r.signalled, id)
+				orphans = append(orphans, id)
+				ids = append(ids, x.ID)
+				continue
+			}
 			early := !r.signalled[id] && x.Signal == "" && !x.Lost
 			delete(r.signalled, id)
 			err = r.in.Exited(now, id, instance.Exit{Code: x.ExitCode, Signal: x.Signal, Lost: x.Lost, Err: x.Err, BeforeWalltime: early})
@@ -976,6 +1018,13 @@ func (r *Runtime) reapExits() {
 				for _, id := range ids {
 					r.exec.Release(id)
 				}
+			}
+			if len(orphans) > 0 {
+				r.mu.Lock()
+				for _, id := range orphans {
+					r.orphanGone(id)
+				}
+				r.mu.Unlock()
 			}
 			if err := r.carryOut(out); err != nil {
 				r.b.log.Error("persisting an exit failed", "jobs", ids, "err", err)

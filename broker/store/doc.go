@@ -17,6 +17,7 @@
 //	strata_meta   "ids"                 the IDs handed out so far (IDs)
 //	strata_users  "NAME"                a User
 //	strata_revoked "PUBKEY"             a Revocation
+//	strata_nodes  "NAME"                a Node (a node down or drained, or once so)
 //
 // The kind of a record follows from its bucket and key, never from its
 // contents.

@@ -272,6 +272,16 @@ func TestRoundTripEveryField(t *testing.T) {
 		t.Errorf("reservation round trip:\n got %+v\nwant %+v", got, rv)
 	}
 
+	var ns instance.NodeState
+	fill(reflect.ValueOf(&ns).Elem(), &seed)
+	data, err = EncodeNode(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := DecodeNode(ns.Name, data); err != nil || !reflect.DeepEqual(got, ns) {
+		t.Errorf("node round trip: %v\n got %+v\nwant %+v", err, got, ns)
+	}
+
 	var qj qpu.Job
 	fill(reflect.ValueOf(&qj).Elem(), &seed)
 	qj.State = qpu.Running
@@ -392,6 +402,50 @@ func readGoldenF(f *testing.F) []golden {
 		}
 	}
 	return out
+}
+
+// TestNodeRecords: the golden node records restore, re-encode byte for
+// byte, and pin their values (TestRoundTripEveryField covers every
+// field); bad records are refused, naming the record.
+func TestNodeRecords(t *testing.T) {
+	want := map[string]instance.NodeState{
+		"n1": {Name: "n1"},
+		"n3": {Name: "n3", Down: true, DownReason: "agent of n3 silent for 30s", DownSince: 1764770000,
+			Drained: true, DrainReason: "bad DIMM, ticket 42", DrainedBy: "admin", DrainSince: 1764760000},
+	}
+	n := 0
+	for _, g := range readGolden(t, "v2") {
+		if g.bucket != NodesBucket {
+			continue
+		}
+		n++
+		s, err := DecodeNode(g.key, g.data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(s, want[g.key]) {
+			t.Errorf("%s restored as %+v, want %+v", g.key, s, want[g.key])
+		}
+		if data, err := EncodeNode(s); err != nil || !bytes.Equal(data, g.data) {
+			t.Errorf("%s re-encodes as %s (%v), want %s", g.key, data, err, g.data)
+		}
+	}
+	if n != len(want) {
+		t.Errorf("%d golden node records, want %d", n, len(want))
+	}
+
+	for _, tc := range []struct{ key, data, want string }{
+		{"n1", `{"v":2,"name":"n1"`, "corrupt"},
+		{"n1", `{"v":2,"name":"n2"}`, `not "n1"`},
+		{"n1", `{"v":9,"name":"n1","flavour":"x"}`, "newer version"},
+		{"n1", `{"v":2,"name":"n1","flavour":"x"}`, "corrupt"},
+		{"n1", `{"name":"n1"}`, "begin with version 2"},
+	} {
+		_, err := DecodeNode(tc.key, []byte(tc.data))
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), NodesBucket+"/"+tc.key) {
+			t.Errorf("%s: %v, want %q naming the record", tc.data, err, tc.want)
+		}
+	}
 }
 
 // TestRevocationRecord: a revocation reads back; one that does not parse,

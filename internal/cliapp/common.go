@@ -299,7 +299,7 @@ func isCode(err error, code api.Code) bool {
 // not listed: what follows their first argument is the job's command line.
 var interspersed = map[string]bool{
 	"jobs": true, "job show": true, "job why": true, "job update": true, "job requeue": true, "attach": true, "cancel": true, "wait": true,
-	"resource list": true, "uri": true, "user add": true, "user list": true, "user show": true, "whoami": true,
+	"resource list": true, "resource drain": true, "resource undrain": true, "uri": true, "user add": true, "user list": true, "user show": true, "whoami": true,
 }
 
 // permuteArgs returns args (os.Args: the program name first) with the flags
