@@ -296,3 +296,86 @@ func jobState(t *testing.T, c *client.Client, id api.JobID) api.Job {
 	}
 	return j
 }
+
+// TestAgentNodeDown: an agent silent for the node timeout has its node
+// marked down, with the reason; its job, which asked to be requeued, runs
+// again on the node that is up. When the agent comes back, the node is up
+// again, and the old copy of the job, which the broker no longer knows as
+// running there, is killed by the agent.
+func TestAgentNodeDown(t *testing.T) {
+	b, _, blog := agentRuntime(t, "", "n[0-1]", time.Second)
+	defer func() {
+		if t.Failed() {
+			t.Logf("broker log:\n%s", blog.String())
+		}
+	}()
+	creds0, state0 := agentCreds(t, b, "a0", "n0"), t.TempDir()
+	a0 := startAgent(t, b, creds0, state0, "n0")
+	startAgent(t, b, agentCreds(t, b, "a1", "n1"), t.TempDir(), "n1")
+	alice := userClient(t, b, "alice")
+	ctx := context.Background()
+	work := t.TempDir()
+	log := filepath.Join(work, "runs.log")
+	var j api.Job
+	if err := alice.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 1, Walltime: 60, Cwd: work, Requeue: true,
+		Command: []string{"sh", "-c", `echo "$STRATA_NODENAME $$" >> ` + log + `; sleep 30`}}, &j); err != nil {
+		t.Fatal(err)
+	}
+	if j = jobState(t, alice, j.ID); j.State != api.JobRunning || j.Nodes != "n0" {
+		t.Fatalf("job %s on %s, want running on n0", j.State, j.Nodes)
+	}
+	if err := a0.stop(); err != nil { // silent from now on; the job runs on
+		t.Fatal(err)
+	}
+	// Down after a second of silence; the job runs again on n1.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		j = jobState(t, alice, j.ID)
+		if j.State == api.JobRunning && j.Nodes == "n1" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s on %s (%s) 15s after its agent went silent; want running again on n1", j.State, j.Nodes, j.Reason)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var res api.ResourcesReply
+	if err := alice.Call(ctx, api.OpResources, nil, &res); err != nil {
+		t.Fatal(err)
+	}
+	if n := res.Nodes[0]; n.State != api.NodeDown || n.Out == nil || !strings.Contains(n.Out.DownReason, "agent a0 for n0 silent since") {
+		t.Errorf("n0 after its agent went silent: %+v %+v", n, n.Out)
+	}
+	runs := func() []string {
+		data, _ := os.ReadFile(log)
+		return strings.Fields(string(data))
+	}
+	for len(runs()) < 4 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if r := runs(); len(r) != 4 || r[0] != "n0" || r[2] != "n1" {
+		t.Fatalf("runs %q, want one on n0, then one on n1", r)
+	}
+	oldPID := runs()[1]
+	startAgent(t, b, creds0, state0, "n0")
+	deadline = time.Now().Add(15 * time.Second)
+	for {
+		if err := alice.Call(ctx, api.OpResources, nil, &res); err != nil {
+			t.Fatal(err)
+		}
+		alive := syscallAlive(oldPID)
+		if res.Nodes[0].State != api.NodeDown && !alive {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("15s after its agent came back: n0 is %s, the old copy of the job alive: %v", res.Nodes[0].State, alive)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// syscallAlive reports whether process pid (as text) exists.
+func syscallAlive(pid string) bool {
+	_, err := os.Stat("/proc/" + pid)
+	return err == nil
+}

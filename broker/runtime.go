@@ -251,6 +251,16 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 			Commands: b.nc, Serve: b.snc, Nodes: res.Nodes,
 			Heartbeat: res.Agents.Heartbeat, NodeTimeout: res.Agents.NodeTimeout,
 			Log: b.log, Running: r.runningOn,
+			NodesDown: func(nodes []string, reason string) {
+				if err := r.NodesDown(nodes, reason); err != nil {
+					b.log.Error("cannot mark nodes down", "nodes", nodes, "reason", reason, "err", err)
+				}
+			},
+			NodesUp: func(nodes []string) {
+				if err := r.NodesUp(nodes); err != nil {
+					b.log.Error("cannot mark nodes up", "nodes", nodes, "err", err)
+				}
+			},
 		})
 		if err != nil {
 			return nil, err

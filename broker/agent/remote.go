@@ -424,10 +424,35 @@ func (r *Remote) watch() {
 		r.mu.Unlock()
 		for _, d := range ds {
 			r.o.Log.Warn("node down: its agent is silent", "node", d.node, "reason", d.reason, "timeout", r.o.NodeTimeout)
+			// The Lost exits first: NodesDown waits for the restart of a
+			// requeued job, which waits for its old copy's exit.
+			r.loseJobsOn(d.node, d.reason)
 			if r.o.NodesDown != nil {
 				r.o.NodesDown([]string{d.node}, d.reason)
 			}
 		}
+	}
+}
+
+// loseJobsOn reports the jobs on nd, whose agent is silent, as Lost: the
+// broker has ended them (NodesDown) and may start them again elsewhere
+// under the same ID. If the agent comes back with them, they are not
+// running there as far as the broker knows, and it is told to kill them.
+func (r *Remote) loseJobsOn(nd, reason string) {
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var ids []string
+	for id, j := range r.jobs {
+		if j.node == nd && !j.exited && !j.starting {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		j := r.jobs[id]
+		j.exited, j.pending = true, nil
+		r.push(executor.Exit{ID: id, ExitCode: -1, Lost: true, EndedAt: now, Err: "node " + nd + " is down: " + reason})
 	}
 }
 
@@ -521,8 +546,10 @@ func (r *Remote) register(name, nd string, h Hello) (Welcome, error) {
 	}
 	kill := r.unknown(nd, h.Jobs)
 	r.flushNode(nd)
-	r.o.Log.Info("agent registered", "agent", name, "node", nd, "jobs", len(h.Jobs), "kill", len(kill), "version", h.Version)
-	if wasDown && r.o.NodesUp != nil {
+	r.o.Log.Info("agent registered", "agent", name, "node", nd, "jobs", len(h.Jobs), "kill", len(kill), "version", h.Version, "was_down", wasDown)
+	if r.o.NodesUp != nil {
+		// Also when this Remote never saw it down: the broker may have
+		// recorded it down before a restart.
 		r.o.NodesUp([]string{nd})
 	}
 	return Welcome{HeartbeatMS: r.o.Heartbeat.Milliseconds(), Kill: kill}, nil
