@@ -148,18 +148,64 @@ func TestE2EAgents(t *testing.T) {
 		t.Errorf("the restarted agent did not adopt its job:\n%s", logText)
 	}
 
-	// An agent that stays away: its node is down after the timeout.
+	// An agent that stays away, SIGKILLed under a job that asked to be
+	// requeued while the other nodes are busy: after the timeout its
+	// node is down (resource list says why), the job is lost and queued
+	// again; when the agent comes back, the node is up and the agent
+	// kills the job's old copy.
 	gone := 2
 	if k == 2 {
 		gone = 3
 	}
+	var busy []string
+	for range 4 {
+		busy = append(busy, b.submit("alice", "-t", "1m", "--requeue", "--", "sh", "-c", "echo $$ >> pids-$STRATA_JOBID; sleep 60"))
+	}
+	victim := ""
+	for _, id := range busy {
+		waitRunning(t, b, id)
+		if b.job("alice", id).Nodes == fmt.Sprintf("n%d", gone) {
+			victim = id
+		}
+	}
 	agents[gone].kill9()
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(b.log(), fmt.Sprintf(`node down: its agent is silent" node=n%d`, gone)) {
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		j := b.job("alice", victim)
+		if j.State == api.JobPending {
+			break
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no node-down line for n%d within 10s:\n%s", gone, b.log())
+			t.Fatalf("job %s on the node of a silent agent: %s (%s) after 15s; want queued again", victim, j.State, j.Reason)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	if show := b.must("alice", "job", "show", victim); !strings.Contains(show, fmt.Sprintf("agent a%d for n%d silent since", gone, gone)) {
+		t.Errorf("job show of the requeued job does not say why it was lost:\n%s", show)
+	}
+	if res := b.must("alice", "resource", "list"); !strings.Contains(res, "down") || !strings.Contains(res, fmt.Sprintf("n%d", gone)) {
+		t.Errorf("resource list with n%d down:\n%s", gone, res)
+	}
+	pids, _ := os.ReadFile(filepath.Join(b.work, "pids-"+victim))
+	oldPID := strings.TrimSpace(string(pids))
+	agents[gone] = b.startAgentProc(t, fmt.Sprintf("n%d", gone), filepath.Join(b.dir, fmt.Sprintf("a%d.creds", gone)), states[gone])
+	deadline = time.Now().Add(15 * time.Second)
+	for {
+		_, err := os.Stat("/proc/" + oldPID)
+		res := b.must("alice", "resource", "list")
+		if err != nil && !strings.Contains(res, "down") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("15s after the agent of n%d came back: old copy %s alive: %v; resource list:\n%s", gone, oldPID, err == nil, res)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, id := range busy {
+		b.strataAs("alice", "cancel", id)
+	}
+	for _, id := range busy {
+		b.strataAs("alice", "wait", id)
 	}
 
 	// Bad agents: refused, with a sentence, exit status 1.
