@@ -133,10 +133,14 @@ func call(ctx context.Context, nc *nats.Conn, subject string, req, resp any) err
 	return api.DecodeReply(msg.Data, resp)
 }
 
-// signalName is sig's name for logs.
+// signalName is sig's name for logs: "SIGTERM", or its number.
 func signalName(sig syscall.Signal) string {
-	if s := sig.String(); s != "" {
+	names := map[syscall.Signal]string{
+		syscall.SIGHUP: "SIGHUP", syscall.SIGINT: "SIGINT", syscall.SIGQUIT: "SIGQUIT", syscall.SIGKILL: "SIGKILL",
+		syscall.SIGUSR1: "SIGUSR1", syscall.SIGUSR2: "SIGUSR2", syscall.SIGTERM: "SIGTERM", syscall.SIGCONT: "SIGCONT", syscall.SIGSTOP: "SIGSTOP",
+	}
+	if s, ok := names[sig]; ok {
 		return s
 	}
-	return fmt.Sprint(int(sig))
+	return fmt.Sprint("signal ", int(sig))
 }
