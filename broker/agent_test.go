@@ -112,7 +112,10 @@ func startAgent(t *testing.T, b *broker.Broker, creds, stateDir string, nodes ..
 		cancel()
 		t.Fatalf("agent for %v did not register", nodes)
 	}
-	t.Cleanup(func() { a.stop() })
+	t.Cleanup(func() {
+		cancelAll(t, b) // while the agent is there to kill the jobs
+		a.stop()
+	})
 	return a
 }
 

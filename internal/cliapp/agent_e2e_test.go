@@ -101,6 +101,19 @@ func TestE2EAgents(t *testing.T) {
 		states[i] = filepath.Join(b.dir, "agent-"+node)
 		agents[i] = b.startAgentProc(t, node, creds, states[i])
 	}
+	// Cleanups run last first: this one, cancelling what still runs,
+	// before the agents that would deliver the cancels stop.
+	t.Cleanup(func() {
+		var jobs []api.Job
+		if r := b.strataAs("admin", "jobs", "-u", "*", "--json"); r.code == 0 && json.Unmarshal([]byte(r.stdout), &jobs) == nil {
+			for _, j := range jobs {
+				b.strataAs("admin", "cancel", j.ID.String())
+			}
+			for _, j := range jobs {
+				b.strataAs("admin", "wait", j.ID.String())
+			}
+		}
+	})
 	// Four one-node jobs at once: one on each node, each run by the
 	// agent of its node.
 	ids := make([]string, 4)
