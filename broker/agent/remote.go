@@ -424,12 +424,55 @@ func (r *Remote) watch() {
 		r.mu.Unlock()
 		for _, d := range ds {
 			r.o.Log.Warn("node down: its agent is silent", "node", d.node, "reason", d.reason, "timeout", r.o.NodeTimeout)
-			// The Lost exits first: NodesDown waits for the restart of a
-			// requeued job, which waits for its old copy's exit.
-			r.loseJobsOn(d.node, d.reason)
 			if r.o.NodesDown != nil {
-				r.o.NodesDown([]string{d.node}, d.reason)
+				// NodesDown returns once a requeued job has started
+				// again, which waits for the exit of its old copy: so
+				// it runs on its own, and the Lost exits go out once
+				// the broker has ended the node's jobs (not before: a
+				// requeued job could be placed on the node again).
+				done := make(chan struct{})
+				r.wg.Add(1)
+				go func() {
+					defer r.wg.Done()
+					defer close(done)
+					r.o.NodesDown([]string{d.node}, d.reason)
+				}()
+				r.awaitEnded(d.node, done)
 			}
+			r.loseJobsOn(d.node, d.reason)
+		}
+	}
+}
+
+// awaitEnded waits until the broker no longer has any of nd's jobs
+// running there, or done is closed, or 10 s have passed.
+func (r *Remote) awaitEnded(nd string, done <-chan struct{}) {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		r.mu.Lock()
+		var ids []string
+		for id, j := range r.jobs {
+			if j.node == nd && !j.exited && !j.starting {
+				ids = append(ids, id)
+			}
+		}
+		r.mu.Unlock()
+		running := false
+		for _, id := range ids {
+			if r.o.Running(id, nd) {
+				running = true
+				break
+			}
+		}
+		if !running {
+			return
+		}
+		select {
+		case <-done:
+			return
+		case <-r.stop:
+			return
+		case <-time.After(10 * time.Millisecond):
 		}
 	}
 }
