@@ -429,6 +429,12 @@ type UserAddRequest struct {
 	// Executor asks for QPU executor credentials (role executor) instead
 	// of a user's: they may only speak the executor protocol.
 	Executor bool `json:"executor,omitempty"`
+	// Agent asks for node agent credentials (role agent, 'strata agent')
+	// for the nodes of Nodes, a hostlist (default: the node named Name).
+	// Nothing is recorded: they only speak the agent protocol, for those
+	// nodes.
+	Agent bool   `json:"agent,omitempty"`
+	Nodes string `json:"nodes,omitempty"`
 	// ExpiresS, when not 0, makes the credentials stop working that many
 	// seconds after they are issued (at most MaxCredsLife).
 	ExpiresS int64 `json:"expires_s,omitempty"`
@@ -446,7 +452,8 @@ type UserAddReply struct {
 	Creds   string    `json:"creds"`
 	Expires time.Time `json:"expires,omitzero"`
 	// Unix is the Unix account the user's jobs run as.
-	Unix string `json:"unix,omitempty"`
+	Unix  string `json:"unix,omitempty"`
+	Nodes string `json:"nodes,omitempty"` // agent credentials: the nodes they serve, a hostlist
 }
 
 // User is a user known to the broker. Credentials are never stored.

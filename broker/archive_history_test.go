@@ -23,7 +23,7 @@ func historyRuntime(t *testing.T, dir string, keep time.Duration) (*broker.Broke
 	t.Helper()
 	b := startBroker(t, dir)
 	nodes, _ := hostlist.Parse("n[0-3]")
-	rt, err := b.RunInstances(broker.Resources{Nodes: nodes, QPUs: []timeline.Pool{{Name: "qpu0", Size: 2}},
+	rt, err := b.RunInstances(broker.Resources{RunAsSelf: true, AllowRootJobs: true, Nodes: nodes, QPUs: []timeline.Pool{{Name: "qpu0", Size: 2}},
 		Policy: instance.EASY, KillGrace: time.Second, QPUHeartbeat: 100 * time.Millisecond, KeepFinished: keep})
 	if err != nil {
 		t.Fatal(err)

@@ -224,6 +224,8 @@ type grant struct {
 	role  api.Role
 	name  string
 	admin bool // users only: may also publish $SRV.> and read _INBOX.>
+	// nodes are the nodes an agent may serve (agents only; at least one).
+	nodes []string
 	// expires, when not zero, is when the credentials stop working.
 	expires time.Time
 	full    bool // the broker's store connection: no restrictions
@@ -288,6 +290,12 @@ func (id *identity) mintKey(g grant) ([]byte, string, error) {
 			return nil, "", err
 		}
 		uc.Tags.Add(api.RoleTag + string(g.role))
+		if g.role == api.RoleAgent {
+			if err := agentGrant(uc, g); err != nil {
+				return nil, "", err
+			}
+			break
+		}
 		uc.Pub.Allow.Add(g.role.SubjectPrefix(g.name) + ".>")
 		uc.Sub.Allow.Add(g.role.InboxPrefix(g.name) + ".>")
 		if g.admin {
@@ -309,6 +317,27 @@ func (id *identity) mintKey(g grant) ([]byte, string, error) {
 	}
 	creds, err := jwt.FormatUserConfig(ujwt, seed)
 	return creds, upub, err
+}
+
+// agentGrant sets the permissions of agent credentials: for each of its
+// nodes, publish the node's events (strata.v1.agent.NAME.NODE.>) and hear
+// its commands (strata.v1.node.NODE.>); read its own inbox; and answer the
+// broker's commands (a response permission: one reply to each request it
+// received, within a minute).
+func agentGrant(uc *jwt.UserClaims, g grant) error {
+	if len(g.nodes) == 0 {
+		return fmt.Errorf("broker: agent %s: no nodes to serve", g.name)
+	}
+	for _, n := range g.nodes {
+		if err := api.ValidateNode(n); err != nil {
+			return err
+		}
+		uc.Pub.Allow.Add(api.AgentSubject(g.name, n, ">"))
+		uc.Sub.Allow.Add(api.NodeSubject(n, ">"))
+	}
+	uc.Sub.Allow.Add(g.role.InboxPrefix(g.name) + ".>")
+	uc.Resp = &jwt.ResponsePermission{MaxMsgs: 1, Expires: time.Minute}
+	return nil
 }
 
 // jwtOf returns the user JWT of a .creds text.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/strata-hpc/strata/api"
 	"github.com/strata-hpc/strata/broker/store"
+	"github.com/strata-hpc/strata/internal/hostlist"
 	"github.com/strata-hpc/strata/internal/natssetup"
 )
 
@@ -317,6 +318,46 @@ func (b *Broker) noKeyError() error {
 		natssetup.SigningKey, natssetup.AccountJWT, filepath.Join(b.opts.StateDir, keysDir))
 }
 
+// MintAgentCreds returns the text of a .creds file for node agent name,
+// which may serve nodes (see api.RoleAgent). It records nothing.
+func (b *Broker) MintAgentCreds(name string, nodes []string) ([]byte, error) {
+	if err := api.RoleAgent.Validate(name); err != nil {
+		return nil, err
+	}
+	if b.id == nil {
+		return nil, b.noKeyError()
+	}
+	return b.id.mint(grant{role: api.RoleAgent, name: name, nodes: nodes})
+}
+
+// addAgent mints node agent credentials for req: for the nodes of
+// req.Nodes (a hostlist), or for the node named like the agent.
+func (b *Broker) addAgent(req api.UserAddRequest) (api.UserAddReply, error) {
+	if req.Admin || req.Executor {
+		return api.UserAddReply{}, api.Errorf(api.CodeInvalidArgument, "agent credentials cannot also be admin or executor credentials; give --agent alone")
+	}
+	if err := api.RoleAgent.Validate(req.Name); err != nil {
+		return api.UserAddReply{}, err
+	}
+	nodes := []string{req.Name}
+	if req.Nodes != "" {
+		var err error
+		if nodes, err = hostlist.Parse(req.Nodes); err != nil {
+			return api.UserAddReply{}, api.Errorf(api.CodeInvalidArgument, "--nodes %q: %v", req.Nodes, err)
+		}
+	}
+	for _, n := range nodes {
+		if err := api.ValidateNode(n); err != nil {
+			return api.UserAddReply{}, err
+		}
+	}
+	creds, err := b.MintAgentCreds(req.Name, nodes)
+	if err != nil {
+		return api.UserAddReply{}, err
+	}
+	return api.UserAddReply{Name: req.Name, Creds: string(creds), Nodes: hostlist.Format(nodes)}, nil
+}
+
 // AddUser records a user in the users bucket and returns fresh credentials
 // for it. The user is recorded with admin rights when req.Admin is set; the
 // credentials carry admin permissions then, and for configured admins
@@ -324,6 +365,9 @@ func (b *Broker) noKeyError() error {
 // req.Force, which issues new credentials and revokes the old ones (see
 // RevokeUser; with an embedded server).
 func (b *Broker) AddUser(ctx context.Context, req api.UserAddRequest) (api.UserAddReply, error) {
+	if req.Agent {
+		return b.addAgent(req)
+	}
 	if req.Executor {
 		// Executors are not users: nothing is recorded, and their
 		// credentials only speak the executor protocol.

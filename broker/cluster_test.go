@@ -162,7 +162,7 @@ func TestClientRidesOutServerLoss(t *testing.T) {
 	}
 	defer b.Shutdown()
 	nodes, _ := hostlist.Parse("n[0-3]")
-	rt, err := b.RunInstances(Resources{Nodes: nodes, Policy: instance.EASY})
+	rt, err := b.RunInstances(Resources{RunAsSelf: true, AllowRootJobs: true, Nodes: nodes, Policy: instance.EASY})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,9 @@
 // micro ls, info and stats work). The server enforces this, so the user
 // token of a request subject is who sent it: Request.User is trustworthy and
 // payloads never name their sender. Executors get credentials of their own
-// role (strata.v1.exec.NAME.>, _INBOX_exec_NAME.>) from MintCreds. On first
+// role (strata.v1.exec.NAME.>, _INBOX_exec_NAME.>) from MintCreds, node
+// agents theirs from MintAgentCreds (package agent: strata.v1.agent.NAME.
+// NODE.> and strata.v1.node.NODE.> for each of their nodes). On first
 // start the broker writes StateDir/admin.creds for the user "admin".
 //
 // With an external server (Options.NatsURL), the cluster's operator must

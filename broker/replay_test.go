@@ -45,7 +45,7 @@ func TestRetriedChangesHaveOneEffect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := b.RunInstances(broker.Resources{Nodes: nodes, QPUs: []timeline.Pool{{Name: "qpu0", Size: 4}}, Policy: instance.EASY})
+	rt, err := b.RunInstances(broker.Resources{RunAsSelf: true, AllowRootJobs: true, Nodes: nodes, QPUs: []timeline.Pool{{Name: "qpu0", Size: 4}}, Policy: instance.EASY})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/strata-hpc/strata/api"
+	"github.com/strata-hpc/strata/broker/agent"
 	"github.com/strata-hpc/strata/broker/executor"
 	"github.com/strata-hpc/strata/broker/store"
 	"github.com/strata-hpc/strata/instance"
@@ -48,8 +49,12 @@ type Resources struct {
 	MaxWalltime     time.Duration   // 0: none
 	KillGrace       time.Duration   // SIGTERM to SIGKILL; default 10s
 	// Executor runs the jobs; default a local executor with its state
-	// under the broker's state directory.
+	// under the broker's state directory (the built-in agent of the
+	// embedded default: every node is this machine).
 	Executor executor.Executor
+	// Agents, when set, runs every job on the node agent of its first
+	// node ('strata agent', package agent) instead; Executor must be nil.
+	Agents *AgentConfig
 	// QPUConcurrency is how many QPU jobs each backend runs at once (its
 	// devices); default 1.
 	QPUConcurrency map[string]int
@@ -76,6 +81,14 @@ type Resources struct {
 	AllowRootJobs bool
 }
 
+// AgentConfig configures the node agents' side of the broker.
+type AgentConfig struct {
+	// Heartbeat is how often agents send heartbeats (default 1s);
+	// NodeTimeout how long one may be silent before its nodes are down
+	// (default 30s).
+	Heartbeat, NodeTimeout time.Duration
+}
+
 // Runtime hosts the scheduling core in the broker. Every input (a request,
 // a job's exit, a timer) takes the lock, is applied to the core with the
 // current time, and the core's Ready is taken before the lock is released:
@@ -89,9 +102,10 @@ type Resources struct {
 // waits until the records of its input, and the starts it caused, are
 // acknowledged by JetStream. Scheduling decisions are the core's alone.
 type Runtime struct {
-	b    *Broker
-	res  Resources
-	exec executor.Executor
+	b      *Broker
+	res    Resources
+	exec   executor.Executor
+	remote *agent.Remote // exec, when jobs run on node agents
 
 	mu       sync.Mutex
 	lockedAt time.Time // when mu was last taken (lock), for passAt/passDur
@@ -218,7 +232,10 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 	if res.RunAsSelf && !res.AllowRootJobs && os.Geteuid() == 0 {
 		return nil, fmt.Errorf("broker: running every job as the broker's own account (run as self) while the broker runs as root would run them as root: allow it explicitly (--allow-root-jobs), or run the broker as an ordinary user")
 	}
-	if res.Executor == nil {
+	if res.Agents != nil && res.Executor != nil {
+		return nil, errors.New("broker: Resources.Agents and Resources.Executor exclude each other")
+	}
+	if res.Executor == nil && res.Agents == nil {
 		ex, err := executor.NewLocal(executor.LocalOptions{StateDir: b.opts.StateDir + "/executor", AllowRoot: res.AllowRootJobs, Logger: b.log})
 		if err != nil {
 			return nil, err
@@ -251,6 +268,27 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 		done:        make(chan struct{}),
 	}
 	r.idle = sync.NewCond(&r.mu)
+	if res.Agents != nil {
+		rm, err := agent.NewRemote(agent.RemoteOptions{
+			Commands: b.nc, Serve: b.snc, Nodes: res.Nodes,
+			Heartbeat: res.Agents.Heartbeat, NodeTimeout: res.Agents.NodeTimeout,
+			Log: b.log, Running: r.runningOn,
+			NodesDown: func(nodes []string, reason string) {
+				if err := r.NodesDown(nodes, reason); err != nil {
+					b.log.Error("cannot mark nodes down", "nodes", nodes, "reason", reason, "err", err)
+				}
+			},
+			NodesUp: func(nodes []string) {
+				if err := r.NodesUp(nodes); err != nil {
+					b.log.Error("cannot mark nodes up", "nodes", nodes, "err", err)
+				}
+			},
+		})
+		if err != nil {
+			return nil, err
+		}
+		r.exec, r.res.Executor, r.remote = rm, rm, rm
+	}
 	r.startQPU()
 	ctx, cancel := context.WithTimeout(b.ctx, b.opts.StartTimeout)
 	defer cancel()
@@ -273,9 +311,30 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 		r.commits.stop()
 		return nil, err
 	}
+	if r.remote != nil {
+		// Only now that the running jobs are restored and adopted: an
+		// agent that registered before would be told to kill them.
+		if err := r.remote.Listen(); err != nil {
+			r.commits.stop()
+			return nil, err
+		}
+	}
 	go r.reapExits()
 	go r.sweeper()
 	return r, nil
+}
+
+// runningOn reports whether job id (an executor ID) is running with node
+// as its first node: the node agents' jobs that are not are killed.
+func (r *Runtime) runningOn(id, node string) bool {
+	n, err := strconv.ParseInt(id, 10, 64)
+	if err != nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	j, ok := r.in.Job(instance.JobID(n))
+	return ok && j.State == instance.Running && len(j.Nodes) > 0 && j.Nodes[0] == node
 }
 
 func secs(d time.Duration) instance.Duration { return instance.Duration(d / time.Second) }
@@ -804,6 +863,7 @@ func (r *Runtime) startJob(e instance.Effect) {
 	t := &startTask{job: e.Job, spec: executor.Spec{
 		ID: id, Argv: m.Command, Dir: m.Cwd, User: account,
 		Env:    executor.JobEnv(base, r.b.URI(uriPath), id, hostlist.Format(e.Nodes), len(e.Nodes)),
+		Nodes:  e.Nodes,
 		Stdout: executor.ExpandPath(m.Stdout, m.Cwd, vars),
 		Stderr: executor.ExpandPath(m.Stderr, m.Cwd, vars),
 	}}

@@ -167,6 +167,11 @@ func BenchmarkRunTrue(b *testing.B) {
 	b.Run("exec=local", func(b *testing.B) { benchRunTrue(b, nil, "") })
 	b.Run("exec=local/out=devnull", func(b *testing.B) { benchRunTrue(b, nil, os.DevNull) })
 	b.Run("exec=instant", func(b *testing.B) { benchRunTrue(b, newInstantExec(), "") })
+	// Through node agents on loopback (the multi-host shape,
+	// --no-local-agent): one agent serving all 16 nodes, or four agents
+	// serving four each, all in this process but speaking NATS over TCP.
+	b.Run("exec=agents/n=1", func(b *testing.B) { benchRunTrueOn(b, benchAgents(b, 1), "") })
+	b.Run("exec=agents/n=4", func(b *testing.B) { benchRunTrueOn(b, benchAgents(b, 4), "") })
 }
 
 // benchRunTrue runs the benchmark with executor ex (nil: the local one).
@@ -175,8 +180,19 @@ func BenchmarkRunTrue(b *testing.B) {
 // costs from 50 µs to 1.8 ms of CPU on the reference VM's disk, depending on
 // the minute, which out=/dev/null leaves out of the figure.
 func benchRunTrue(b *testing.B, ex executor.Executor, out string) {
-	const clients = 16
-	br, cs := benchRuntime(b, "node[0-15]", clients, ex)
+	br, cs := benchRuntime(b, "node[0-15]", 16, ex)
+	benchRunTrueOn(b, benchSetup{br, cs}, out)
+}
+
+// benchSetup is a broker and its benchmark's clients.
+type benchSetup struct {
+	br *broker.Broker
+	cs []*client.Client
+}
+
+// benchRunTrueOn is benchRunTrue on a broker set up already.
+func benchRunTrueOn(b *testing.B, s benchSetup, out string) {
+	br, cs := s.br, s.cs
 	req := api.SubmitRequest{Nodes: 1, Walltime: 60, Command: []string{"true"}, Cwd: b.TempDir(), Stdout: out, Stderr: out}
 	ctx := context.Background()
 	// Warm up: the first job starts the executor's keeper.

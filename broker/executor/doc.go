@@ -6,8 +6,9 @@
 // # Model
 //
 // An Executor is the interface the broker programs against. Local is the
-// implementation that runs jobs on this machine; a remote node agent
-// speaking the same interface over NATS comes later.
+// implementation that runs jobs on this machine; package agent's Remote
+// runs each job on the node agent of its first node, over NATS, and the
+// agent runs it there with a Local.
 //
 //   - Start launches a job and returns a Record, which the broker persists.
 //   - Signal sends a signal to the job's whole process group.

@@ -89,6 +89,12 @@ type Spec struct {
 	// ErrOtherAccount).
 	User string
 
+	// Nodes are the job's nodes, in order. Local ignores them (every
+	// node is this machine); a remote executor (package agent) runs the
+	// job on the agent of the first, as Slurm runs a batch script on the
+	// first node of its allocation.
+	Nodes []string
+
 	// Stdout and Stderr are the files the job's output goes to, created
 	// by the job's account with mode 0644 (truncated if they exist; an
 	// existing file keeps its mode): a job cannot create or truncate a
@@ -105,7 +111,10 @@ type Spec struct {
 // unrelated process that later got the same PID. The broker persists it
 // as returned by Start, as JSON if it likes; the field tags are stable.
 type Record struct {
-	ID   string `json:"id"`
+	ID string `json:"id"`
+	// Node is the node whose agent runs the job (package agent); empty
+	// for a job of the broker's own Local executor.
+	Node string `json:"node,omitempty"`
 	PID  int    `json:"pid"`  // the job's main process
 	PGID int    `json:"pgid"` // its process group (equal to PID)
 

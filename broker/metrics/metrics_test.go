@@ -34,7 +34,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	}
 	defer b.Shutdown()
 	nodes, _ := hostlist.Parse("n[0-3]")
-	rt, err := b.RunInstances(broker.Resources{Nodes: nodes, Policy: instance.EASY})
+	rt, err := b.RunInstances(broker.Resources{RunAsSelf: true, AllowRootJobs: true, Nodes: nodes, Policy: instance.EASY})
 	if err != nil {
 		t.Fatal(err)
 	}

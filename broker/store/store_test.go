@@ -246,7 +246,7 @@ func TestRoundTripEveryField(t *testing.T) {
 	j.Wait = nil // derived: the core computes it afresh, it is not state
 	var m Meta
 	fill(reflect.ValueOf(&m).Elem(), &seed)
-	m.Exec = &executor.Record{ID: "7", PID: 9}
+	m.Exec = &executor.Record{ID: "7", Node: "n4", PID: 9}
 	data, err := EncodeJob(j, m)
 	if err != nil {
 		t.Fatal(err)

@@ -53,6 +53,9 @@ func brokerCommand() *cli.Command {
 				&cli.StringSliceFlag{Name: "qpu", Value: cli.NewStringSlice("qpu0:8"), Usage: "a QPU backend and its slots, NAME:SLOTS[:DEVICES] (repeatable; DEVICES: jobs it runs at once, default 1)"},
 				&cli.StringFlag{Name: "qpu-heartbeat", Value: "1s", Usage: "how often QPU executors send heartbeats; one silent for three (rounded up to whole seconds, plus one) is gone and its job requeued"},
 				&cli.BoolFlag{Name: "qpu-sim", Usage: "also run a simulated QPU executor for every backend, in this process (demos, tests)"},
+				&cli.BoolFlag{Name: "no-local-agent", Usage: "run no job on this machine: every job runs on the node agent of its first node ('strata agent --node NAME' on each host; 'strata user add NAME --agent' makes its credentials)"},
+				&cli.StringFlag{Name: "agent-heartbeat", Value: "1s", Usage: "with --no-local-agent: how often node agents send heartbeats"},
+				&cli.StringFlag{Name: "node-timeout", Value: "30s", Usage: "with --no-local-agent: a node whose agent is silent this long is down"},
 				&cli.StringFlag{Name: "policy", Value: "easy", Usage: "queue policy: fcfs, easy, conservative or hybrid:N"},
 				&cli.StringFlag{Name: "default-walltime", Value: "1h", Usage: "walltime of jobs that give none"},
 				&cli.StringFlag{Name: "max-walltime", Value: api.FormatLimit(api.DefaultMaxWalltime), Usage: "the longest walltime a job may ask for (at most 36600d)"},
@@ -103,7 +106,7 @@ func runBroker(c *cli.Context) error {
 		return cliapp.UsageErr(fmt.Errorf("--policy: %w", err))
 	}
 	durs := map[string]time.Duration{}
-	for _, f := range []string{"default-walltime", "max-walltime", "kill-grace", "qpu-heartbeat", "keep-finished", "start-timeout"} {
+	for _, f := range []string{"default-walltime", "max-walltime", "kill-grace", "qpu-heartbeat", "keep-finished", "start-timeout", "agent-heartbeat", "node-timeout"} {
 		if f == "start-timeout" && c.String(f) == "" {
 			continue
 		}
@@ -125,6 +128,19 @@ func runBroker(c *cli.Context) error {
 	}
 	if c.IsSet("sync") && c.String("nats-url") != "" {
 		return cliapp.UsageErr(fmt.Errorf("--sync applies to the embedded server; with --nats-url the cluster's own configuration (jetstream sync_interval) decides"))
+	}
+	var agents *broker.AgentConfig
+	if c.Bool("no-local-agent") {
+		if durs["agent-heartbeat"] <= 0 || durs["node-timeout"] < 2*durs["agent-heartbeat"] {
+			return cliapp.UsageErr(fmt.Errorf("--node-timeout %s: give at least two heartbeats (--agent-heartbeat %s), e.g. 30s", c.String("node-timeout"), c.String("agent-heartbeat")))
+		}
+		agents = &broker.AgentConfig{Heartbeat: durs["agent-heartbeat"], NodeTimeout: durs["node-timeout"]}
+	} else {
+		for _, f := range []string{"agent-heartbeat", "node-timeout"} {
+			if c.IsSet(f) {
+				return cliapp.UsageErr(fmt.Errorf("--%s goes with --no-local-agent: without it, this machine runs every job", f))
+			}
+		}
 	}
 	publicJobs, err := broker.ParsePrivateData(c.String("private-data"))
 	if err != nil {
@@ -156,6 +172,7 @@ func runBroker(c *cli.Context) error {
 		QPUConcurrency: devices, QPUHeartbeat: durs["qpu-heartbeat"],
 		KeepFinished: durs["keep-finished"], KeepFinishedMax: c.Int("keep-finished-max"),
 		RunAsSelf: c.Bool("run-as-self"), AllowRootJobs: c.Bool("allow-root-jobs"),
+		Agents: agents,
 	})
 	if err != nil {
 		b.Shutdown()

@@ -43,6 +43,7 @@ func userCommands() []*cli.Command {
 		resvCommand(), batchCommand(), allocCommand(),
 		qpuCommand(),
 		natsCommand(),
+		agentCommand(),
 	}
 	for _, c := range cmds {
 		prepare(c)
