@@ -51,7 +51,7 @@ func startClusterBroker(t *testing.T, state, uri string, args ...string) (*exec.
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	cmd := exec.Command(strataBinary(t), append([]string{"broker", "start", "--state-dir", state}, args...)...)
+	cmd := exec.Command(strataBinary(t), append([]string{"broker", "start", "--state-dir", state}, selfArgs(args)...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -803,6 +803,7 @@ func (w restartWindow) jobMoved(b api.Job, a *api.Job) string {
 	}
 	if len(added) > 0 || (a.Nodes == b.Nodes && jsonOf(a.ExitCode) == jsonOf(b.ExitCode)) {
 		a.State, a.Events, a.StartTime, a.EndTime, a.Nodes, a.ExitCode, a.URI = b.State, b.Events, b.StartTime, b.EndTime, b.Nodes, b.ExitCode, b.URI
+		a.CPUTime, a.MaxRSS = b.CPUTime, b.MaxRSS // measured at the exit
 	}
 	if jsonOf(a) != jsonOf(b) {
 		return "differs"
