@@ -107,8 +107,8 @@ type group struct {
 
 // pubRec is one published record, kept to publish it again.
 type pubRec struct {
-	subj string
-	data []byte
+	bucket, subj string
+	data         []byte
 }
 
 // span is the indexes [from, to) of a batch's own futures in a group.
@@ -248,17 +248,17 @@ func (c *committer) publishGroup(q []*batch) *group {
 				// outage: writing it again would not help.
 				r.b.log.Error("cannot encode record", "bucket", rec.bucket, "key", rec.key, "err", err)
 				f, subj = failedFuture(fmt.Errorf("%w: %v", errEncode, err)), ""
-			} else if f, err = r.b.js.PublishAsync(subj, d); err != nil {
+			} else if f, err = r.b.js.PublishAsync(subj, d, r.fenced(rec.bucket)...); err != nil {
 				f = failedFuture(err)
 			}
 			if at != nil {
 				at[k] = len(g.fs)
 			}
 			g.fs = append(g.fs, f)
-			g.recs = append(g.recs, pubRec{subj: subj, data: d})
+			g.recs = append(g.recs, pubRec{bucket: rec.bucket, subj: subj, data: d})
 		}
 		if len(b.handouts) > 0 {
-			go answerHandouts(r.b.ctx, b) // once the records are durable
+			go answerHandouts(r.b.ctx, r.lease, b) // once the records are durable
 		}
 		g.own[i] = span{first, len(g.fs)}
 	}
@@ -319,6 +319,9 @@ func (c *committer) acknowledge() {
 			if errors.Is(berr, errEncode) {
 				berr = api.Errorf(api.CodeUnavailable, "the broker could not persist the change: %v", berr)
 			}
+			if errors.Is(berr, errFenced) {
+				berr = errDeposed
+			}
 			b.err = berr
 			close(b.durable)
 		}
@@ -334,6 +337,10 @@ func (c *committer) note(p pubRec, err error) {
 	}
 	if err == nil {
 		c.retry = slices.DeleteFunc(c.retry, func(q pubRec) bool { return q.subj == p.subj })
+		return
+	}
+	if errors.Is(err, errFenced) {
+		c.r.fencedOut(err)
 		return
 	}
 	if !c.retrying(err) {
@@ -375,7 +382,9 @@ func (c *committer) hold(b *batch, err error) bool {
 // not a shutdown (nothing more is written), nor a record that cannot be
 // encoded (it never will be). api errors compare by code in errors.Is,
 // so identity is what tells a shutdown.
-func (c *committer) retrying(err error) bool { return err != errShutdown && !errors.Is(err, errEncode) }
+func (c *committer) retrying(err error) bool {
+	return err != errShutdown && !errors.Is(err, errEncode) && !errors.Is(err, errFenced)
+}
 
 // recover writes the failed records again until the store takes every one
 // of them, then releases the held batches and lets the publisher go on.
@@ -395,8 +404,14 @@ func (c *committer) recover() {
 		var last error
 		for _, p := range c.retry {
 			actx, cancel := context.WithTimeout(ctx, ackTimeout)
-			_, err := c.r.b.js.Publish(actx, p.subj, p.data)
+			_, err := c.r.b.js.Publish(actx, p.subj, p.data, c.r.fenced(p.bucket)...)
 			cancel()
+			if isWrongLastSeq(err) {
+				// Deposed: the held changes are never written.
+				c.r.fencedOut(err)
+				c.halt()
+				return
+			}
 			if err != nil {
 				left, last = append(left, p), err
 			}
@@ -458,6 +473,9 @@ func awaitAck(ctx context.Context, f jetstream.PubAckFuture, timeout <-chan time
 	case err := <-f.Err():
 		if errors.Is(err, errEncode) {
 			return err
+		}
+		if isWrongLastSeq(err) {
+			return fmt.Errorf("%w: %v", errFenced, err)
 		}
 		return fmt.Errorf("%w: %v", errStore, err)
 	case <-ctx.Done():

@@ -88,6 +88,21 @@ type Options struct {
 	// Cancelling, waiting on and reading the output of another user's job
 	// stay refused either way. ParsePrivateData reads the flag's list.
 	PublicJobs bool
+
+	// LeaseDuration is how long the active broker's lease holds without
+	// a renewal: a standby takes over that long after it last saw the
+	// lease renewed. LeaseRenew is how often the holder renews it. The
+	// holder stops acting once LeaseDuration-LeaseRenew has passed since
+	// it sent its last successful renewal, so that it stops before any
+	// standby can take over (see lease.go). Defaults DefaultLeaseDuration
+	// and DefaultLeaseRenew; LeaseRenew must be at most half of
+	// LeaseDuration.
+	LeaseDuration, LeaseRenew time.Duration
+
+	// Standby makes RunInstances wait while another broker holds the
+	// lease, and take over (restore and serve) once it lapses, instead of
+	// refusing to start.
+	Standby bool
 }
 
 // ParsePrivateData reads a comma-separated list in the style of Slurm's
@@ -124,6 +139,9 @@ const (
 	DefaultListen      = "127.0.0.1:4222"
 	DefaultVersion     = "0.1.0-dev"
 	DefaultMaxInflight = 1024
+
+	DefaultLeaseDuration = 5 * time.Second
+	DefaultLeaseRenew    = time.Second
 )
 
 // AdminUser is the user that is always an administrator; its credentials
@@ -179,6 +197,15 @@ func (o Options) normalize() (Options, error) {
 	}
 	if o.StartTimeout <= 0 {
 		o.StartTimeout = 10 * time.Second
+	}
+	if o.LeaseDuration == 0 {
+		o.LeaseDuration = DefaultLeaseDuration
+	}
+	if o.LeaseRenew == 0 {
+		o.LeaseRenew = min(DefaultLeaseRenew, o.LeaseDuration/2)
+	}
+	if o.LeaseDuration < 0 || o.LeaseRenew <= 0 || 2*o.LeaseRenew > o.LeaseDuration {
+		return o, fmt.Errorf("broker: lease duration %s and renew interval %s: the renew interval must be positive and at most half the lease duration, e.g. 5s and 1s", o.LeaseDuration, o.LeaseRenew)
 	}
 	if o.MaxInflight <= 0 {
 		o.MaxInflight = DefaultMaxInflight

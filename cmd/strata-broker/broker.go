@@ -57,6 +57,9 @@ func brokerCommand() *cli.Command {
 				&cli.IntFlag{Name: "keep-finished-max", Usage: "at most this many ended jobs stay live; the oldest move to the archive first (0: no bound)"},
 				&cli.StringFlag{Name: "private-data", Value: "jobs", Usage: "what users see only of their own, like Slurm's PrivateData: jobs (others' jobs are not listed, and show on nodes and in gantt without ID or owner) or none (every user sees every job)"},
 				&cli.StringSliceFlag{Name: "admin", Usage: "a user with administrator rights (repeatable; 'admin' always is one)"},
+				&cli.StringFlag{Name: "lease", Value: broker.DefaultLeaseDuration.String(), Usage: "how long the active broker's lease holds without a renewal: a standby takes over that long after the active broker stops renewing it"},
+				&cli.BoolFlag{Name: "standby", Usage: "with --nats-url: wait while another broker is active on the cluster, and take over (restore and serve) when it stops; refused if this broker's resources differ from the active one's"},
+				&cli.StringFlag{Name: "lease-renew", Value: broker.DefaultLeaseRenew.String(), Usage: "how often the active broker renews its lease (at most half of --lease)"},
 				&cli.BoolFlag{Name: "debug", Usage: "log debug messages"},
 				&cli.StringFlag{Name: "config", Usage: "a JSON file of flag values, e.g. {\"nodes\": \"node[0-63]\", \"qpu\": [\"qpu0:4\"], \"policy\": \"conservative\"}; flags on the command line win"},
 			},
@@ -93,7 +96,7 @@ func runBroker(c *cli.Context) error {
 		return cliapp.UsageErr(fmt.Errorf("--policy: %w", err))
 	}
 	durs := map[string]time.Duration{}
-	for _, f := range []string{"default-walltime", "max-walltime", "kill-grace", "qpu-heartbeat", "keep-finished"} {
+	for _, f := range []string{"default-walltime", "max-walltime", "kill-grace", "qpu-heartbeat", "keep-finished", "lease", "lease-renew"} {
 		d, err := when.ParseDuration(c.String(f))
 		if err != nil {
 			return cliapp.UsageErr(fmt.Errorf("--%s: %w", f, err))
@@ -121,7 +124,8 @@ func runBroker(c *cli.Context) error {
 		Admins: c.StringSlice("admin"), Version: cliapp.Version(), Logger: log,
 		Limits:           api.Limits{MaxWalltime: durs["max-walltime"], MaxEnvBytes: c.Int("max-env")},
 		MaxActivePerUser: c.Int("max-active-per-user"), MaxRequestsPerUser: c.Int("max-requests-per-user"),
-		PublicJobs: publicJobs,
+		PublicJobs:    publicJobs,
+		LeaseDuration: durs["lease"], LeaseRenew: durs["lease-renew"], Standby: c.Bool("standby"),
 	})
 	if err != nil {
 		return err
@@ -129,6 +133,21 @@ func runBroker(c *cli.Context) error {
 	if err := b.Start(); err != nil {
 		return err
 	}
+	// A signal stops the broker, also while it waits for the lease.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sig)
+	starting := make(chan struct{})
+	stopped := make(chan os.Signal, 1)
+	go func() {
+		select {
+		case s := <-sig:
+			log.Info("shutting down", "signal", s.String())
+			stopped <- s
+			b.Shutdown()
+		case <-starting:
+		}
+	}()
 	rt, err := b.RunInstances(broker.Resources{
 		Nodes: nodes, QPUs: qpus, Policy: pol,
 		DefaultWalltime: durs["default-walltime"], MaxWalltime: durs["max-walltime"], KillGrace: durs["kill-grace"],
@@ -137,8 +156,14 @@ func runBroker(c *cli.Context) error {
 	})
 	if err != nil {
 		b.Shutdown()
-		return err
+		select {
+		case <-stopped:
+			return nil
+		default:
+			return err
+		}
 	}
+	close(starting)
 	ctx, stopSims := context.WithCancel(context.Background())
 	defer stopSims()
 	if c.Bool("qpu-sim") {
@@ -150,13 +175,22 @@ func runBroker(c *cli.Context) error {
 	}
 	fmt.Fprintf(c.App.Writer, "strata broker %s serving %s (%d nodes, policy %s)\nadmin credentials: %s\n",
 		cliapp.Version(), b.URI("root"), len(nodes), pol.Name, b.AdminCredsPath())
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-	s := <-sig
-	log.Info("shutting down", "signal", s.String())
-	rt.Close()
-	b.Shutdown()
-	return nil
+	select {
+	case s := <-sig:
+		log.Info("shutting down", "signal", s.String())
+		rt.Close()
+		b.Shutdown()
+		return nil
+	case <-stopped: // the signal came as RunInstances returned
+		rt.Close()
+		b.Shutdown()
+		return nil
+	case <-rt.Deposed():
+		why := rt.DeposedErr()
+		rt.Close()
+		b.Shutdown()
+		return fmt.Errorf("broker: stepped down, this broker is no longer the active one: %v; its jobs keep running", why)
+	}
 }
 
 // parseQPU reads NAME:SLOTS[:DEVICES].
