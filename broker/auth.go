@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/strata-hpc/strata/api"
+	"github.com/strata-hpc/strata/internal/natssetup"
 )
 
 // The broker runs NATS in decentralized-auth (operator) mode:
@@ -58,6 +59,37 @@ type identity struct {
 	operatorPub, systemPub, accountPub string
 	operatorClaims                     *jwt.OperatorClaims
 	systemJWT, accountJWT              string
+
+	// issuer is the account's public key when account is one of its
+	// signing keys rather than its identity key (an external cluster set
+	// up by 'strata nats init'); user JWTs then name it as their issuer
+	// account.
+	issuer string
+}
+
+// loadSigner reads what a broker on an external cluster signs credentials
+// with, from dir (StateDir/keys): the signing key and account JWT that
+// 'strata nats init' writes, or else the account's own key (account.nk, as
+// a state directory of an embedded broker holds it). The operator key is
+// never needed: the cluster's servers hold the account JWTs. It returns
+// (nil, nil) when dir holds neither.
+func loadSigner(dir string) (*identity, error) {
+	s, err := natssetup.LoadSigner(dir)
+	if err != nil {
+		return nil, err
+	}
+	if s != nil {
+		return &identity{account: s.Key, accountPub: s.Account, issuer: s.Account}, nil
+	}
+	path := filepath.Join(dir, accountFile)
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	kp, err := loadKey(path, nkeys.PrefixByteAccount, false)
+	if err != nil {
+		return nil, err
+	}
+	return &identity{account: kp, accountPub: mustPub(kp)}, nil
 }
 
 // loadIdentity reads the keys under dir (StateDir/keys). With create, it
@@ -240,6 +272,7 @@ func (id *identity) mintKey(g grant) ([]byte, string, error) {
 	upub, _ := ukp.PublicKey()
 	uc := jwt.NewUserClaims(upub)
 	uc.Name = g.name
+	uc.IssuerAccount = id.issuer
 	if !g.expires.IsZero() {
 		uc.Expires = g.expires.Unix()
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/strata-hpc/strata/api"
 	"github.com/strata-hpc/strata/broker/store"
+	"github.com/strata-hpc/strata/internal/natssetup"
 )
 
 // Broker is the running Strata process: its NATS server (embedded) or
@@ -92,7 +93,12 @@ func New(opts Options) (*Broker, error) {
 			return nil, err
 		}
 	}
-	id, err := loadIdentity(filepath.Join(o.StateDir, keysDir), o.NatsURL == "")
+	var id *identity
+	if o.NatsURL == "" {
+		id, err = loadIdentity(filepath.Join(o.StateDir, keysDir), true)
+	} else {
+		id, err = loadSigner(filepath.Join(o.StateDir, keysDir))
+	}
 	if err != nil {
 		lock.unlock()
 		return nil, err
@@ -171,8 +177,9 @@ func (b *Broker) start() error {
 			return err
 		}
 	} else {
-		b.log.Warn("no account key: this broker cannot issue credentials ('strata user add' will fail)",
-			"key", filepath.Join(b.opts.StateDir, keysDir, accountFile))
+		b.log.Warn("no signing key: this broker cannot issue credentials ('strata user add' will fail); "+
+			"copy the keys/ directory of the broker-state that 'strata nats init' wrote into the state directory",
+			"keys", filepath.Join(b.opts.StateDir, keysDir))
 	}
 	b.log.Info("broker ready", "nats", b.ClientURL(), "uri", b.URI(api.RootPath), "state_dir", b.opts.StateDir)
 	return nil
@@ -300,8 +307,9 @@ func (b *Broker) MintCreds(role api.Role, name string, admin bool) ([]byte, erro
 }
 
 func (b *Broker) noKeyError() error {
-	return api.Errorf(api.CodeFailedPrecondition, "this broker cannot issue credentials: it has no signing key for the Strata account (%s)",
-		filepath.Join(b.opts.StateDir, keysDir, accountFile))
+	return api.Errorf(api.CodeFailedPrecondition, "this broker cannot issue credentials: it has no signing key for the Strata account; "+
+		"copy %s and %s from the broker-state directory that 'strata nats init' wrote into %s, and restart the broker",
+		natssetup.SigningKey, natssetup.AccountJWT, filepath.Join(b.opts.StateDir, keysDir))
 }
 
 // AddUser records a user in the users bucket and returns fresh credentials

@@ -71,8 +71,9 @@ func (b *Broker) startEmbedded() error {
 // server, or to NatsURL): the store connection, with full permissions, for
 // JetStream and nothing else; and the serving connection, which takes
 // requests and answers them, with the narrow permissions of a serve grant
-// (see servePubDeny). With an external server and Creds, the broker does
-// not mint credentials, and both are one connection with the permissions
+// (see servePubDeny). On an external cluster the store connection uses
+// Creds when given, and the serving connection is minted from the signing
+// key; without a signing key, both are one connection with the permissions
 // of Creds.
 func (b *Broker) connect() error {
 	nc, err := b.dial(grant{name: brokerName, full: true}, storeInbox)
@@ -80,10 +81,10 @@ func (b *Broker) connect() error {
 		return err
 	}
 	b.nc = nc
-	if b.srv == nil && b.opts.Creds != "" {
+	if b.srv == nil && b.id == nil {
 		b.log.Warn("requests are served on the connection of Creds, with its permissions; "+
-			"without Creds, the broker mints itself a serving connection that cannot write its state from the account key",
-			"key", filepath.Join(b.opts.StateDir, keysDir, accountFile))
+			"with the signing key of 'strata nats init' in the state directory, the broker mints itself a serving connection that cannot write its state",
+			"keys", filepath.Join(b.opts.StateDir, keysDir))
 		b.snc = nc
 		return nil
 	}
@@ -132,7 +133,7 @@ func (b *Broker) dial(g grant, inbox string) (*nats.Conn, error) {
 			return nil, err
 		}
 		opts = append(opts, nats.InProcessServer(b.srv), credsOption(creds))
-	case b.opts.Creds != "":
+	case b.opts.Creds != "" && (g.full || b.id == nil):
 		url = b.opts.NatsURL
 		opts = append(opts, nats.UserCredentials(b.opts.Creds), nats.MaxReconnects(-1))
 	case b.id != nil:
@@ -143,8 +144,9 @@ func (b *Broker) dial(g grant, inbox string) (*nats.Conn, error) {
 		}
 		opts = append(opts, credsOption(creds), nats.MaxReconnects(-1))
 	default:
-		return nil, fmt.Errorf("broker: no credentials for %s: set Creds, or put the Strata account key in %s",
-			b.opts.NatsURL, filepath.Join(b.opts.StateDir, keysDir, accountFile))
+		return nil, fmt.Errorf("broker: no credentials for the NATS cluster at %s: give the broker.creds that 'strata nats init' wrote "+
+			"(--nats-creds), and copy the keys/ of its broker-state directory into %s so that the broker can issue users' credentials",
+			b.opts.NatsURL, b.opts.StateDir)
 	}
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
