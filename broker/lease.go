@@ -256,12 +256,16 @@ func (l *lease) depose(why error) {
 
 // keep renews the lease every renew interval until stop is closed or the
 // broker is deposed. A renewal the store refuses because the record
-// changed means another broker took the lease. Renewals that fail for
-// other reasons (a leader election, a full disk) stop the broker from
-// acting once the renew deadline passes; it acts again once a renewal
-// succeeds, which proves that nobody took over meanwhile. With an
-// external cluster, a broker that could not renew for the whole lease
-// duration steps down: a standby may hold the lease by now.
+// changed means another broker took the lease: the broker is deposed.
+// Renewals that fail for other reasons (a leader election, a full disk,
+// a partition) stop the broker from acting once the renew deadline
+// passes, and it waits as a standby would: a later renewal on the same
+// revision succeeds only if nobody took over meanwhile, and then it acts
+// again; if a standby took over, that renewal is refused and it is
+// deposed. Stepping down for good after a lease without renewals would
+// gain nothing (the broker already acts no more, and its writes are
+// fenced) and would leave a cluster without a standby with no broker
+// after a leader election.
 func (l *lease) keep() {
 	defer close(l.stopped)
 	t := time.NewTicker(l.renew)
@@ -298,11 +302,8 @@ func (l *lease) keep() {
 		}
 		if !paused && !l.active() {
 			paused = true
-			l.b.log.Error("cannot renew the lease: stopped acting until a renewal succeeds", "since", last.Format(time.RFC3339Nano), "err", err)
-		}
-		if l.b.opts.NatsURL != "" && time.Since(last) >= l.dur {
-			l.depose(fmt.Errorf("could not renew the lease for %s (%v): a standby may have taken over", l.dur, err))
-			return
+			l.b.log.Error("cannot renew the lease: stopped acting until a renewal succeeds (or a standby takes over)",
+				"last_renewal", last.Format(time.RFC3339Nano), "err", err)
 		}
 	}
 }

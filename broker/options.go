@@ -140,7 +140,7 @@ const (
 	DefaultVersion     = "0.1.0-dev"
 	DefaultMaxInflight = 1024
 
-	DefaultLeaseDuration = 5 * time.Second
+	DefaultLeaseDuration = 4 * time.Second
 	DefaultLeaseRenew    = time.Second
 )
 
