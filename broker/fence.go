@@ -32,6 +32,14 @@ import (
 // The check is on the server, in the stream's own order, and costs one
 // header and one lookup of the fence's last sequence per write: no extra
 // round trip.
+//
+// Not on replicated streams (Options.Replicas > 1): there nats-server
+// allows one write in flight per checked subject and refuses the others
+// with "wrong last sequence" (10164) whatever the fence says, and the
+// committer pipelines its writes. A broker on R3 relies on the lease's
+// deadline alone (it stops acting before a standby can take over) until
+// its writes go as atomic batches, one per stream and commit group, whose
+// every message may check the fence (see the report of issue 13).
 
 // fencedBuckets are the buckets the runtime writes; the archive stream
 // is fenced too.
@@ -65,12 +73,12 @@ func (r *Runtime) writeFences(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("broker: encode the fence: %w", err)
 	}
-	r.fences = make(map[string]uint64, len(fencedBuckets))
+	fences := make(map[string]uint64, len(fencedBuckets))
 	for _, bucket := range fencedBuckets {
 		for {
 			ack, err := r.b.js.Publish(ctx, fenceSubject(bucket), data)
 			if err == nil {
-				r.fences[bucket] = ack.Sequence
+				fences[bucket] = ack.Sequence
 				break
 			}
 			if ctx.Err() != nil {
@@ -79,6 +87,9 @@ func (r *Runtime) writeFences(ctx context.Context) error {
 			r.b.log.Warn("cannot write the fence; trying again", "bucket", bucket, "err", err)
 			sleepCtx(ctx, 100*time.Millisecond)
 		}
+	}
+	if r.b.opts.Replicas == 1 {
+		r.fences = fences
 	}
 	return nil
 }

@@ -356,11 +356,13 @@ func (l *lease) release() {
 
 // isWrongLastSeq reports whether err is JetStream's refusal of a write
 // whose expected last sequence does not match: a revision check or a
+// fence. Not 10164, which a replicated stream answers when another
+// checked write of the subject is in flight: that says nothing about the
 // fence.
 func isWrongLastSeq(err error) bool {
 	var ae *jetstream.APIError
 	if errors.As(err, &ae) {
-		return ae.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || ae.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
+		return ae.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
 	}
 	return false
 }
