@@ -239,7 +239,7 @@ func (l *submitLoad) checkJobs(t *testing.T, c *client.Client) []api.Job {
 		}
 	}
 	for name, js := range byName {
-		if !l.attempted[name] {
+		if !l.attempted[name] && !strings.HasPrefix(name, "dat-") {
 			phantom += len(js)
 			t.Errorf("job %d (%q) was never submitted", js[0].ID, name)
 		} else if _, ok := l.acked[name]; !ok && len(js) > 1 {
@@ -294,9 +294,12 @@ func checkNoOverlap(t *testing.T, work string) int {
 // faultEnv is what a fault test's fault acts on.
 type faultEnv struct {
 	c       *natstest.Cluster
+	admin   *client.Client // on a server that stays, as admin
+	work    string         // where jobs run and write their run files
 	active  *clusterBroker
 	standby *clusterBroker // nil: none
 	victim  int            // the server the fault kills, chosen before the load
+	at      time.Time      // when the fault struck; set by the fault
 }
 
 // faultCase is one fault under load: what to kill, and whether the standby
@@ -308,7 +311,11 @@ type faultCase struct {
 	// victim picks the server the fault kills (-1: none), before the
 	// load starts, so that the clients connect to another one.
 	victim func(t *testing.T, e *faultEnv) int
-	fault  func(t *testing.T, e *faultEnv)
+	// setup runs before the load; fault injects the fault; check, when
+	// set, runs once the load has ended.
+	setup func(t *testing.T, e *faultEnv)
+	fault func(t *testing.T, e *faultEnv)
+	check func(t *testing.T, e *faultEnv)
 }
 
 // runFault starts a broker (and a standby) on a cluster, puts a
@@ -334,13 +341,22 @@ func runFault(t *testing.T, fc faultCase) {
 	uri := "strata://" + addr + "/root"
 	admin := filepath.Join(e.active.dir, "admin.creds")
 	work := t.TempDir()
+	e.work = work
+	var err error
+	if e.admin, err = client.Dial(uri, client.WithCreds(admin), client.WithTimeout(2*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	defer e.admin.Close()
+	if fc.setup != nil {
+		fc.setup(t, e)
+	}
 	load := startSubmitLoad(t, uri, admin, work, 4)
 	time.Sleep(2 * time.Second)
 	if e.standby != nil && strings.Contains(e.standby.log(), "took the lease") {
 		t.Fatal("the standby took over from a live broker")
 	}
-	at := time.Now()
 	fc.fault(t, e)
+	at := e.at
 	if e.standby != nil {
 		e.standby.waitLog(t, "serving", 60*time.Second)
 		t.Logf("takeover %s after the fault (the standby serves)", time.Since(at).Round(time.Millisecond))
@@ -357,12 +373,11 @@ func runFault(t *testing.T, fc faultCase) {
 	if outage > 10*time.Second {
 		t.Errorf("clients saw no acknowledgement for %s; the target is 5 s", outage)
 	}
-
-	cl, err := client.Dial(uri, client.WithCreds(admin))
-	if err != nil {
-		t.Fatal(err)
+	if fc.check != nil {
+		fc.check(t, e)
 	}
-	defer cl.Close()
+
+	cl := e.admin
 	deadline := time.Now().Add(60 * time.Second)
 	var jobs []api.Job
 	for {
@@ -395,6 +410,7 @@ func runFault(t *testing.T, fc faultCase) {
 		ran++
 		switch {
 		case j.State == api.JobCompleted:
+		case strings.HasPrefix(j.Name, "dat-"): // checked by the case
 		case j.State == api.JobFailed && strings.Contains(j.Reason, "before the job's processes were recorded"):
 			lost++
 			t.Logf("job %d (%s), starting at the SIGKILL: %s", j.ID, j.Name, j.Reason)
@@ -411,10 +427,10 @@ func runFault(t *testing.T, fc faultCase) {
 }
 
 // killActive SIGKILLs the active broker's process.
-func killActive(t *testing.T, e *faultEnv) { e.active.kill() }
+func killActive(t *testing.T, e *faultEnv) { e.at = time.Now(); e.active.kill() }
 
 // killVictim shuts the chosen server down at once, as a crash of its host.
-func killVictim(t *testing.T, e *faultEnv) { e.c.Kill(e.victim) }
+func killVictim(t *testing.T, e *faultEnv) { e.at = time.Now(); e.c.Kill(e.victim) }
 
 // streamLeader returns the index of the server that leads the jobs
 // bucket's stream.
@@ -519,7 +535,73 @@ func TestClusterFaults(t *testing.T) {
 		{name: "stream leader", servers: 3, victim: streamLeader, fault: killVictim},
 		{name: "broker's server", servers: 3, victim: brokerServer, fault: killVictim},
 		{name: "active broker", servers: 3, standby: true, fault: killActive},
+		{name: "active broker at a DAT's start", servers: 3, standby: true, setup: datSetup, fault: datFault, check: datCheck},
 	} {
 		t.Run(fc.name, func(t *testing.T) { runFault(t, fc) })
+	}
+}
+
+// datStart is when the DAT of the DAT case starts.
+var datStart time.Time
+
+// datSetup creates a DAT of 2 of the 4 nodes that starts a few seconds
+// into the load, so that the load's jobs keep off its nodes.
+func datSetup(t *testing.T, e *faultEnv) {
+	datStart = time.Now().Add(4 * time.Second).Truncate(time.Second).Add(time.Second)
+	var rv api.Resv
+	err := e.admin.Call(context.Background(), api.OpResvCreate, api.ResvCreateRequest{Name: "dat", Start: datStart, End: datStart.Add(2 * time.Minute),
+		Nodes: 2, Users: []string{"admin"}}, &rv)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// datFault SIGKILLs the active broker as the DAT starts: at its start
+// second, when the broker's timer makes it a child instance.
+func datFault(t *testing.T, e *faultEnv) {
+	time.Sleep(time.Until(datStart) + 20*time.Millisecond)
+	killActive(t, e)
+}
+
+// datCheck: after the takeover the DAT is active and serves its
+// instance; a job submitted into it runs on its nodes (its run file joins
+// the overlap check), and it exists once.
+func datCheck(t *testing.T, e *faultEnv) {
+	ctx := context.Background()
+	var rv api.Resv
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := e.admin.Call(ctx, api.OpResvShow, api.ResvRequest{Name: "dat"}, &rv)
+		if err == nil && rv.State == "active" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the DAT after the takeover: %+v, %v; want active", rv, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	dc, err := client.Dial(rv.URI, client.WithCreds(filepath.Join(e.active.dir, "admin.creds")), client.WithTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dc.Close()
+	script := `printf '%s %s ' "$STRATA_NODELIST" "$(date +%s%N)" > run-dat-$STRATA_JOBID; sleep 0.2; date +%s%N >> run-dat-$STRATA_JOBID`
+	var j api.Job
+	req := api.SubmitRequest{Name: "dat-1", Key: "dat-1", Nodes: 2, Walltime: 60, Command: []string{"sh", "-c", script}, Cwd: e.work}
+	for {
+		err := dc.Call(ctx, api.OpSubmit, req, &j)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("submit into the DAT after the takeover: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := dc.Call(ctx, api.OpWait, api.WaitRequest{ID: j.ID, TimeoutMS: 20000}, &j); err != nil || j.State != api.JobCompleted {
+		t.Fatalf("the job in the DAT: %s (%s), %v", j.State, j.Reason, err)
+	}
+	if j.Nodes != rv.Nodes {
+		t.Errorf("the job in the DAT ran on %s; the DAT holds %s", j.Nodes, rv.Nodes)
 	}
 }
