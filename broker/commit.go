@@ -391,6 +391,8 @@ func (c *committer) retrying(err error) bool {
 func (c *committer) recover() {
 	ctx := c.r.b.ctx
 	delay := 50 * time.Millisecond
+	var reloaded time.Time // when the store was last reloaded
+	silent := false        // the last round had a write the store did not answer
 	for attempt := 1; len(c.retry) > 0; attempt++ {
 		select {
 		case <-ctx.Done():
@@ -400,10 +402,24 @@ func (c *committer) recover() {
 		case <-time.After(delay):
 		}
 		delay = min(2*delay, 2*time.Second)
+		if silent && time.Since(reloaded) >= reloadEvery && c.r.b.diskHasSpace() {
+			// The disk has room again but the store did not answer
+			// the last round: its file store keeps the write error of
+			// a full disk until it is loaded again. (A store that
+			// refuses with an answer, a stream at its limits, is not
+			// reloaded: that would change nothing.)
+			reloaded = time.Now()
+			if err := c.r.b.reloadJetStream(); err != nil {
+				c.r.b.log.Error("cannot reload the store after a full disk", "err", err)
+			} else {
+				c.r.b.log.Warn("reloaded the store: it kept refusing writes after the disk had room again", "records", len(c.retry))
+			}
+		}
 		var left []pubRec
 		var last error
+		silent = false
 		for _, p := range c.retry {
-			actx, cancel := context.WithTimeout(ctx, ackTimeout)
+			actx, cancel := context.WithTimeout(ctx, retryAckTimeout)
 			_, err := c.r.b.js.Publish(actx, p.subj, p.data, c.r.fenced(p.bucket)...)
 			cancel()
 			if isWrongLastSeq(err) {
@@ -414,6 +430,7 @@ func (c *committer) recover() {
 			}
 			if err != nil {
 				left, last = append(left, p), err
+				silent = silent || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)
 			}
 		}
 		c.retry = left
@@ -455,8 +472,14 @@ func (f failed) Ok() <-chan *jetstream.PubAck { return nil }
 func (f failed) Err() <-chan error            { return f.err }
 func (f failed) Msg() *nats.Msg               { return nil }
 
-// ackTimeout bounds the wait for JetStream's acknowledgements.
-const ackTimeout = 10 * time.Second
+// ackTimeout bounds the wait for JetStream's acknowledgements;
+// retryAckTimeout, for a record written again after a failure (a store
+// that refuses writes may not answer at all, and each round waits for
+// every record of it).
+const (
+	ackTimeout      = 10 * time.Second
+	retryAckTimeout = 2 * time.Second
+)
 
 var (
 	errAckTimeout = api.Errorf(api.CodeUnavailable, "the broker's store did not acknowledge the change in time; try again")
