@@ -280,13 +280,16 @@ func (r *Runtime) sweep(ctx context.Context) (int, error) {
 		if have[m.id] {
 			continue
 		}
-		f, err := r.b.js.PublishAsync(m.subj, m.data, jetstream.WithMsgID(fmt.Sprintf("job.%d", m.id)))
+		f, err := r.b.js.PublishAsync(m.subj, m.data, r.fenced(store.ArchiveStream, jetstream.WithMsgID(fmt.Sprintf("job.%d", m.id)))...)
 		if err != nil {
 			return 0, fmt.Errorf("broker: archive job %d: %w", m.id, err)
 		}
 		fs = append(fs, f)
 	}
 	if err := waitAcks(ctx, fs); err != nil {
+		if errors.Is(err, errFenced) {
+			r.fencedOut(err)
+		}
 		return 0, fmt.Errorf("broker: archive: %w", err)
 	}
 	a.first = false
@@ -315,13 +318,16 @@ func (r *Runtime) sweep(ctx context.Context) (int, error) {
 	}
 	fs = fs[:0]
 	for _, id := range gone {
-		f, err := r.b.js.PublishMsgAsync(purgeMsg(JobsBucket, store.JobKey(id)))
+		f, err := r.b.js.PublishMsgAsync(purgeMsg(JobsBucket, store.JobKey(id)), r.fenced(JobsBucket)...)
 		if err != nil {
 			return 0, fmt.Errorf("broker: archive: purge the live record of job %d: %w", id, err)
 		}
 		fs = append(fs, f)
 	}
 	if err := waitAcks(ctx, fs); err != nil {
+		if errors.Is(err, errFenced) {
+			r.fencedOut(err)
+		}
 		return 0, fmt.Errorf("broker: archive: purge the live records: %w", err)
 	}
 	r.b.log.Debug("archived ended jobs", "jobs", len(gone))
@@ -489,6 +495,9 @@ func waitAcks(ctx context.Context, fs []jetstream.PubAckFuture) error {
 		select {
 		case <-f.Ok():
 		case err := <-f.Err():
+			if isWrongLastSeq(err) {
+				return fmt.Errorf("%w: %v", errFenced, err)
+			}
 			return err
 		case <-ctx.Done():
 			return ctx.Err()

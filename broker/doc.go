@@ -58,6 +58,25 @@
 // strata_archive after Resources.KeepFinished (archive.go,
 // archive_history.go), which 'strata acct' and 'strata qpu acct' read.
 //
+// # One active broker
+//
+// Brokers that share a cluster elect one active broker with a lease, a
+// record in strata_meta (key "lease") that its holder renews with a
+// revision-checked update every Options.LeaseRenew; RunInstances takes it
+// (or, without Options.Standby, refuses to start while another broker
+// renews it, naming that broker), and a standby waits in RunInstances
+// until it lapses. The holder acts (starts, signals, replies that change
+// state) only while less than LeaseDuration-LeaseRenew has passed since
+// it sent its last successful renewal, so that it stops before a standby,
+// counting LeaseDuration from when it saw that renewal, takes over. Every
+// write of the runtime is fenced: the new holder writes a fence record
+// ("_fence") into every bucket and the archive stream before it
+// restores, and every write carries the expected last sequence of its
+// bucket's fence, so that the server refuses the writes of a broker that
+// lost the lease without knowing it. A broker whose write or renewal is
+// refused that way steps down (Runtime.Deposed). See lease.go and
+// fence.go.
+//
 // # QPUs
 //
 // QPU policy is the core's: the instance owns the QPU scheduler (package

@@ -106,6 +106,21 @@ type Options struct {
 	// (see BenchmarkSubmit/clients=16,sync=always). ParseSync reads the flag.
 	// Ignored with NatsURL: the cluster's own configuration decides.
 	Sync Sync
+
+	// LeaseDuration is how long the active broker's lease holds without
+	// a renewal: a standby takes over that long after it last saw the
+	// lease renewed. LeaseRenew is how often the holder renews it. The
+	// holder stops acting once LeaseDuration-LeaseRenew has passed since
+	// it sent its last successful renewal, so that it stops before any
+	// standby can take over (see lease.go). Defaults DefaultLeaseDuration
+	// and DefaultLeaseRenew; LeaseRenew must be at most half of
+	// LeaseDuration.
+	LeaseDuration, LeaseRenew time.Duration
+
+	// Standby makes RunInstances wait while another broker holds the
+	// lease, and take over (restore and serve) once it lapses, instead of
+	// refusing to start.
+	Standby bool
 }
 
 // Sync is when the embedded server syncs its writes to the disk.
@@ -173,6 +188,9 @@ const (
 	// of StartTimeout with the embedded server and with NatsURL.
 	DefaultStartTimeout         = 10 * time.Second
 	DefaultExternalStartTimeout = 60 * time.Second
+
+	DefaultLeaseDuration = 4 * time.Second
+	DefaultLeaseRenew    = time.Second
 )
 
 // AdminUser is the user that is always an administrator; its credentials
@@ -239,6 +257,15 @@ func (o Options) normalize() (Options, error) {
 		o.StartTimeout = DefaultExternalStartTimeout
 	default:
 		o.StartTimeout = DefaultStartTimeout
+	}
+	if o.LeaseDuration == 0 {
+		o.LeaseDuration = DefaultLeaseDuration
+	}
+	if o.LeaseRenew == 0 {
+		o.LeaseRenew = min(DefaultLeaseRenew, o.LeaseDuration/2)
+	}
+	if o.LeaseDuration < 0 || o.LeaseRenew <= 0 || 2*o.LeaseRenew > o.LeaseDuration {
+		return o, fmt.Errorf("broker: lease duration %s and renew interval %s: the renew interval must be positive and at most half the lease duration, e.g. 5s and 1s", o.LeaseDuration, o.LeaseRenew)
 	}
 	if o.MaxInflight <= 0 {
 		o.MaxInflight = DefaultMaxInflight

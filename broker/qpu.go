@@ -743,8 +743,11 @@ func (r *Runtime) execResult(name string, m micro.Request) {
 // answerHandouts answers the pulls given jobs in batch b once b's records
 // are durable: an executor never runs a QPU job the store does not know
 // it has.
-func answerHandouts(ctx context.Context, b *batch) {
+func answerHandouts(ctx context.Context, l *lease, b *batch) {
 	err := b.wait(ctx)
+	if err == nil {
+		err = l.waitActive(ctx)
+	}
 	for _, h := range b.handouts {
 		if err != nil {
 			respondExec(h.p.req, nil, err)

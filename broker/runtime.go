@@ -168,6 +168,13 @@ type Runtime struct {
 	// storeErr is why the store refuses writes, while it does: changes
 	// are refused meanwhile (see committer).
 	storeErr atomic.Pointer[error]
+
+	// lease is this broker's hold on the cluster (lease.go); fences, the
+	// stream sequence of its fence record in each bucket and stream it
+	// writes (see fenced). Both are set before the restore and never
+	// change.
+	lease  *lease
+	fences map[string]uint64
 }
 
 // storeFailure records that the store refuses writes (err), or takes them
@@ -300,15 +307,49 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 	if err := r.openArchive(ctx); err != nil {
 		return nil, err
 	}
+	// A standby checks it would serve what the active broker serves,
+	// then waits here, as long as the broker runs.
+	lctx := ctx
+	if b.opts.Standby {
+		if err := r.checkConfig(ctx); err != nil {
+			return nil, err
+		}
+		lctx = b.ctx
+	}
+	if r.lease, err = b.takeLease(lctx, b.URI(api.RootPath)); err != nil {
+		return nil, err
+	}
+	ctx, cancel = context.WithTimeout(b.ctx, b.opts.StartTimeout)
+	defer cancel()
+	if b.opts.Standby {
+		// The active broker may have been restarted with another
+		// configuration while this one waited.
+		if err := r.checkConfig(ctx); err != nil {
+			r.lease.release()
+			return nil, err
+		}
+	}
+	if err := r.writeFences(ctx); err != nil {
+		r.lease.release()
+		return nil, err
+	}
+	if err := r.writeConfig(ctx); err != nil {
+		r.lease.release()
+		return nil, err
+	}
+	r.lease.start()
+	go r.watchLease()
 	r.commits = newCommitter(r)
 	restoreStart := time.Now()
 	if err := r.restore(ctx); err != nil {
 		r.commits.stop()
+		r.lease.release()
 		return nil, err
 	}
 	r.restored = time.Since(restoreStart)
 	if err := r.serveExecutors(); err != nil {
 		r.commits.stop()
+		r.lease.release()
 		return nil, err
 	}
 	if r.remote != nil {
@@ -316,6 +357,7 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 		// agent that registered before would be told to kill them.
 		if err := r.remote.Listen(); err != nil {
 			r.commits.stop()
+			r.lease.release()
 			return nil, err
 		}
 	}
@@ -489,6 +531,9 @@ func (r *Runtime) loadAll(ctx context.Context, bucket string, fn func(key string
 		if e == nil {
 			return nil
 		}
+		if e.Key() == store.FenceKey {
+			continue // not state: see writeFences
+		}
 		if err := fn(e.Key(), e.Value()); err != nil {
 			return fmt.Errorf("broker: cannot restore the state: %w", err)
 		}
@@ -532,6 +577,7 @@ func (r *Runtime) Close() error {
 	<-r.done
 	r.waitIdle()
 	r.commits.stop()
+	r.lease.release()
 	return err
 }
 
@@ -710,7 +756,12 @@ func (r *Runtime) finish(ctx context.Context, out output) error {
 // carryOut waits until out's records are durable, then carries out its
 // effects.
 func (r *Runtime) carryOut(out output) error {
-	if err := out.batch.wait(r.b.ctx); err != nil {
+	err := out.batch.wait(r.b.ctx)
+	if err == nil && (len(out.starts) > 0 || len(out.signals) > 0 || len(out.aborts) > 0) {
+		// Act only while sure to hold the lease (lease.go).
+		err = r.lease.waitActive(r.b.ctx)
+	}
+	if err != nil {
 		r.lock()
 		for _, t := range out.starts {
 			if r.starting[t.job] == t {
@@ -1129,6 +1180,13 @@ func (r *Runtime) do(ctx context.Context, f func(now instance.Time) (any, error)
 	if err := r.storeErr.Load(); err != nil {
 		r.mu.Unlock()
 		return nil, api.Errorf(api.CodeUnavailable, "the broker cannot save changes: its store refuses writes (%v); nothing was changed, and the broker retries by itself: try again shortly", *err)
+	}
+	if !r.lease.active() {
+		r.mu.Unlock()
+		if err := r.lease.deposedErr(); err != nil {
+			return nil, api.Errorf(api.CodeUnavailable, "this broker is no longer the active one (%v); nothing was changed: try again, the active broker answers", err)
+		}
+		return nil, errNotActive
 	}
 	v, err := f(r.now())
 	r.apply()

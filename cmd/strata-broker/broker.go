@@ -70,6 +70,9 @@ func brokerCommand() *cli.Command {
 				&cli.BoolFlag{Name: "run-as-self", Usage: "run every job as the broker's own Unix account, not as its user's (single-user installs, tests; as root it needs --allow-root-jobs too)"},
 				&cli.BoolFlag{Name: "allow-root-jobs", Usage: "let jobs run as root: with --run-as-self when the broker runs as root, or for users mapped to a uid-0 account"},
 				&cli.StringFlag{Name: "metrics-listen", Usage: "serve Prometheus metrics (the figures of 'strata broker status') on HOST:PORT at /metrics, e.g. 127.0.0.1:9090"},
+				&cli.StringFlag{Name: "lease", Value: broker.DefaultLeaseDuration.String(), Usage: "how long the active broker's lease holds without a renewal: a standby takes over that long after the active broker stops renewing it"},
+				&cli.BoolFlag{Name: "standby", Usage: "with --nats-url: wait while another broker is active on the cluster, and take over (restore and serve) when it stops; refused if this broker's resources differ from the active one's"},
+				&cli.StringFlag{Name: "lease-renew", Value: broker.DefaultLeaseRenew.String(), Usage: "how often the active broker renews its lease (at most half of --lease)"},
 				&cli.BoolFlag{Name: "debug", Usage: "log debug messages"},
 				&cli.StringFlag{Name: "config", Usage: "a JSON file of flag values, e.g. {\"nodes\": \"node[0-63]\", \"qpu\": [\"qpu0:4\"], \"policy\": \"conservative\"}; flags on the command line win"},
 			},
@@ -106,7 +109,7 @@ func runBroker(c *cli.Context) error {
 		return cliapp.UsageErr(fmt.Errorf("--policy: %w", err))
 	}
 	durs := map[string]time.Duration{}
-	for _, f := range []string{"default-walltime", "max-walltime", "kill-grace", "qpu-heartbeat", "keep-finished", "start-timeout", "agent-heartbeat", "node-timeout"} {
+	for _, f := range []string{"default-walltime", "max-walltime", "kill-grace", "qpu-heartbeat", "keep-finished", "start-timeout", "agent-heartbeat", "node-timeout", "lease", "lease-renew"} {
 		if f == "start-timeout" && c.String(f) == "" {
 			continue
 		}
@@ -159,6 +162,7 @@ func runBroker(c *cli.Context) error {
 		Limits:           api.Limits{MaxWalltime: durs["max-walltime"], MaxEnvBytes: c.Int("max-env")},
 		MaxActivePerUser: c.Int("max-active-per-user"), MaxRequestsPerUser: c.Int("max-requests-per-user"),
 		PublicJobs: publicJobs, Sync: sync, StartTimeout: durs["start-timeout"],
+		LeaseDuration: durs["lease"], LeaseRenew: durs["lease-renew"], Standby: c.Bool("standby"),
 	})
 	if err != nil {
 		return err
@@ -166,6 +170,21 @@ func runBroker(c *cli.Context) error {
 	if err := b.Start(); err != nil {
 		return err
 	}
+	// A signal stops the broker, also while it waits for the lease.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sig)
+	starting := make(chan struct{})
+	stopped := make(chan os.Signal, 1)
+	go func() {
+		select {
+		case s := <-sig:
+			log.Info("shutting down", "signal", s.String())
+			stopped <- s
+			b.Shutdown()
+		case <-starting:
+		}
+	}()
 	rt, err := b.RunInstances(broker.Resources{
 		Nodes: nodes, QPUs: qpus, Policy: pol,
 		DefaultWalltime: durs["default-walltime"], MaxWalltime: durs["max-walltime"], KillGrace: durs["kill-grace"],
@@ -179,8 +198,14 @@ func runBroker(c *cli.Context) error {
 		if c.Bool("run-as-self") && !c.Bool("allow-root-jobs") && os.Geteuid() == 0 {
 			return cliapp.UsageErr(fmt.Errorf("--run-as-self as root would run every job as root: add --allow-root-jobs to mean it, or run the broker as an ordinary user"))
 		}
-		return err
+		select {
+		case <-stopped:
+			return nil
+		default:
+			return err
+		}
 	}
+	close(starting)
 	var metricsSrv *http.Server
 	if addr := c.String("metrics-listen"); addr != "" {
 		ln, err := net.Listen("tcp", addr)
@@ -210,10 +235,19 @@ func runBroker(c *cli.Context) error {
 	}
 	fmt.Fprintf(c.App.Writer, "strata broker %s serving %s (%d nodes, policy %s)\nadmin credentials: %s\n",
 		cliapp.Version(), b.URI("root"), len(nodes), pol.Name, b.AdminCredsPath())
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-	s := <-sig
-	log.Info("shutting down", "signal", s.String())
+	select {
+	case s := <-sig:
+		log.Info("shutting down", "signal", s.String())
+	case <-stopped: // the signal came as RunInstances returned
+	case <-rt.Deposed():
+		why := rt.DeposedErr()
+		if metricsSrv != nil {
+			metricsSrv.Close()
+		}
+		rt.Close()
+		b.Shutdown()
+		return fmt.Errorf("broker: stepped down, this broker is no longer the active one: %v; its jobs keep running", why)
+	}
 	if metricsSrv != nil {
 		metricsSrv.Close()
 	}
