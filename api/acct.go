@@ -80,4 +80,10 @@ type AcctJob struct {
 type AcctReply struct {
 	Jobs []AcctJob `json:"jobs"`
 	Next string    `json:"next,omitempty"`
+	// Resv is the reservation a request with Resv names, on the first
+	// page: live, or from the archive once it has left the live state
+	// (ResvArchived). Nil when the broker knows no reservation of that
+	// name.
+	Resv         *Resv `json:"resv,omitempty"`
+	ResvArchived bool  `json:"resv_archived,omitempty"`
 }

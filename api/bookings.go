@@ -24,6 +24,10 @@ const (
 	BookingPlanned = "planned" // a pending job's planned start
 	BookingResv    = "resv"    // a reservation (a DAT) of this instance
 	BookingMaint   = "maint"   // a maintenance reservation
+	// Nodes out of service, from when they went out to the window's
+	// end (Reason says why; User is who drained them).
+	BookingDown    = "down"
+	BookingDrained = "drained"
 )
 
 // Booking is one use of resources over [Start, End).
@@ -36,6 +40,8 @@ type Booking struct {
 	End   time.Time      `json:"end"`
 	Nodes string         `json:"nodes,omitempty"` // a hostlist
 	Slots map[string]int `json:"slots,omitempty"`
+	// Reason is why nodes are down or drained (BookingDown, BookingDrained).
+	Reason string `json:"reason,omitempty"`
 }
 
 // BookingsReply is the window asked for (From and To filled in; To no

@@ -28,7 +28,11 @@ func (p tokenPattern) MatchString(s string) bool {
 var (
 	nameRe = tokenPattern{first: func(c byte) bool { return lower(c) || c == '_' }, rest: nameByte, max: 32} // NamePattern
 	opRe   = tokenPattern{first: lower, rest: nameByte, max: 32}                                             // OpPattern
+	nodeRe = tokenPattern{first: nodeFirst, rest: nodeByte, max: 64}                                         // NodePattern
 )
+
+func nodeFirst(c byte) bool { return alnum(c) || 'A' <= c && c <= 'Z' || c == '_' }
+func nodeByte(c byte) bool  { return nodeFirst(c) || c == '-' }
 
 func lower(c byte) bool    { return 'a' <= c && c <= 'z' }
 func alnum(c byte) bool    { return lower(c) || '0' <= c && c <= '9' }

@@ -67,6 +67,12 @@ type Resv struct {
 	Path          string         `json:"path"`
 	JobsRun       int            `json:"jobs_run"`        // jobs that ran inside it and ended
 	NodeHours     float64        `json:"node_hours_used"` // by those jobs
+	// A maintenance window in drain mode over busy nodes waits for the
+	// jobs running there (WaitsFor, with their nodes) to end: at the
+	// latest at ExpectedStart (their walltimes and the kill grace), else
+	// at its start. Both are empty once it waits for none.
+	WaitsFor      []KilledJob `json:"waits_for,omitempty"`
+	ExpectedStart time.Time   `json:"expected_start,omitzero"`
 }
 
 // ResvListRequest asks for a page of the reservations (see Page).

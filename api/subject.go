@@ -136,9 +136,14 @@ const (
 	// RoleUser: a person or a program acting for one. Publishes requests on
 	// strata.v1.req.NAME.>, reads replies on _INBOX_NAME.>.
 	RoleUser Role = "user"
-	// RoleExecutor: a QPU executor or remote node agent. Publishes on
-	// strata.v1.exec.NAME.>, reads replies on _INBOX_exec_NAME.>.
+	// RoleExecutor: a QPU executor. Publishes on strata.v1.exec.NAME.>,
+	// reads replies on _INBOX_exec_NAME.>.
 	RoleExecutor Role = "executor"
+	// RoleAgent: a node agent ('strata agent'). Publishes its nodes'
+	// events on strata.v1.agent.NAME.NODE.> for each NODE it may serve,
+	// hears the broker's commands for them on strata.v1.node.NODE.>, and
+	// reads replies on _INBOX_agent_NAME.> (see AgentSubject, NodeSubject).
+	RoleAgent Role = "agent"
 )
 
 type roleInfo struct {
@@ -151,6 +156,7 @@ type roleInfo struct {
 var roles = []roleInfo{
 	{RoleUser, "user", "req", ""},
 	{RoleExecutor, "executor", "exec", "exec_"},
+	{RoleAgent, "agent", "agent", "agent_"},
 }
 
 func (r Role) info() (roleInfo, error) {
@@ -159,7 +165,7 @@ func (r Role) info() (roleInfo, error) {
 			return ri, nil
 		}
 	}
-	return roleInfo{}, Errorf(CodeInvalidArgument, "unknown credentials role %q (known: user, executor)", string(r))
+	return roleInfo{}, Errorf(CodeInvalidArgument, "unknown credentials role %q (known: user, executor, agent)", string(r))
 }
 
 // Validate returns an invalid_argument error unless r is a known role and
@@ -206,3 +212,69 @@ const RoleTag = "strata-role:"
 
 // String returns the role name.
 func (r Role) String() string { return string(r) }
+
+// NodePattern is what a node name looks like where it is a subject token
+// (the agent protocol): letters, digits, '_' and '-', at most 64 bytes.
+// Host names with dots are served under their first label.
+const NodePattern = `^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$`
+
+// ValidateNode returns an invalid_argument error unless name can name a
+// node in the agent protocol's subjects.
+func ValidateNode(name string) error {
+	if !nodeRe.MatchString(name) {
+		return Errorf(CodeInvalidArgument, "invalid node name %q: use 1-64 letters, digits, '_' or '-' (a host name's first label)", name)
+	}
+	return nil
+}
+
+// The agent protocol. Agent NAME reports on node NODE by requests on
+// AgentSubject(NAME, NODE, op); the broker commands the agent of NODE by
+// requests on NodeSubject(NODE, op). Only the broker's own full-rights
+// connection may publish under strata.v1.node, and an agent's credentials
+// name the nodes it may serve, so the NATS server enforces both
+// directions: an agent hears only its own nodes' commands and speaks only
+// for its own nodes.
+const (
+	OpAgentRegister  = "register"  // agent → broker: serving NODE now
+	OpAgentHeartbeat = "heartbeat" // agent → broker: still there, running these jobs
+	OpAgentExit      = "exit"      // agent → broker: a job ended
+
+	OpNodeStart   = "start"   // broker → agent: start a job
+	OpNodeSignal  = "signal"  // broker → agent: signal a job
+	OpNodeRelease = "release" // broker → agent: the job's exit is durable; forget it
+)
+
+// NodePrefix is the root of the broker's commands to agents.
+const NodePrefix = SubjectPrefix + ".node"
+
+// AgentSubject returns the subject on which agent name sends op about node:
+// strata.v1.agent.NAME.NODE.OP.
+func AgentSubject(name, node, op string) string {
+	return RoleAgent.SubjectPrefix(name) + "." + node + "." + op
+}
+
+// NodeSubject returns the subject on which the broker sends op to the agent
+// of node: strata.v1.node.NODE.OP.
+func NodeSubject(node, op string) string {
+	return NodePrefix + "." + node + "." + op
+}
+
+// ParseAgentSubject splits an agent subject into the agent's name, the node
+// and the operation, validating each.
+func ParseAgentSubject(subject string) (name, node, op string, err error) {
+	toks := strings.Split(subject, ".")
+	if len(toks) != 6 || strings.Join(toks[:3], ".") != SubjectPrefix+".agent" {
+		return "", "", "", Errorf(CodeInvalidArgument, "subject %q is not an agent subject (%s.NAME.NODE.OP)", subject, SubjectPrefix+".agent")
+	}
+	name, node, op = toks[3], toks[4], toks[5]
+	if err := RoleAgent.Validate(name); err != nil {
+		return "", "", "", err
+	}
+	if err := ValidateNode(node); err != nil {
+		return "", "", "", err
+	}
+	if err := ValidateOp(op); err != nil {
+		return "", "", "", err
+	}
+	return name, node, op, nil
+}

@@ -129,3 +129,54 @@ func FuzzParseRequestSubject(f *testing.F) {
 		}
 	})
 }
+
+func TestAgentSubject(t *testing.T) {
+	for _, tc := range []struct {
+		subject        string
+		name, node, op string
+		ok             bool
+	}{
+		{"strata.v1.agent.a1.node3.register", "a1", "node3", "register", true},
+		{"strata.v1.agent.a1.Node-3.exit", "a1", "Node-3", "exit", true},
+		{"strata.v1.agent.a1.node3", "", "", "", false},        // no op
+		{"strata.v1.agent.a1.no*de.exit", "", "", "", false},   // wildcard node
+		{"strata.v1.exec.a1.node3.exit", "", "", "", false},    // another role
+		{"strata.v1.agent.A1.node3.exit", "", "", "", false},   // bad agent name
+		{"strata.v1.agent.a1.node3.exit.x", "", "", "", false}, // too many tokens
+	} {
+		name, node, op, err := ParseAgentSubject(tc.subject)
+		if (err == nil) != tc.ok || name != tc.name || node != tc.node || op != tc.op {
+			t.Errorf("ParseAgentSubject(%q) = %q, %q, %q, %v; want ok=%v", tc.subject, name, node, op, err, tc.ok)
+		}
+		if tc.ok && AgentSubject(name, node, op) != tc.subject {
+			t.Errorf("AgentSubject(%q, %q, %q) = %q, want %q", name, node, op, AgentSubject(name, node, op), tc.subject)
+		}
+	}
+	if got := NodeSubject("node3", OpNodeStart); got != "strata.v1.node.node3.start" {
+		t.Errorf("NodeSubject = %q", got)
+	}
+	if err := ValidateUser("agent_x"); err == nil {
+		t.Error("ValidateUser(agent_x): no error; the prefix is an agent's inbox")
+	}
+}
+
+// FuzzParseAgentSubject: whatever it accepts, AgentSubject writes back
+// exactly, and each part is valid on its own.
+func FuzzParseAgentSubject(f *testing.F) {
+	for _, s := range []string{"strata.v1.agent.a1.node3.register", "strata.v1.agent.a1.n.exit", "strata.v1.agent..n.exit",
+		"strata.v1.agent.a1.n.x.y", "strata.v1.node.n.start", "strata.v1.agent.a1.*.exit", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		name, node, op, err := ParseAgentSubject(s)
+		if err != nil {
+			return
+		}
+		if AgentSubject(name, node, op) != s {
+			t.Errorf("ParseAgentSubject(%q) = %q, %q, %q: does not write back", s, name, node, op)
+		}
+		if RoleAgent.Validate(name) != nil || ValidateNode(node) != nil || ValidateOp(op) != nil {
+			t.Errorf("ParseAgentSubject(%q) accepted invalid parts %q, %q, %q", s, name, node, op)
+		}
+	})
+}

@@ -160,6 +160,12 @@ type Job struct {
 	ArrayTask  int   `json:"array_task,omitempty"`
 	ArrayCount int   `json:"array_count,omitempty"`
 	ArrayLimit int   `json:"array_limit,omitempty"`
+
+	// CPUTime (seconds, user plus system) and MaxRSS (bytes) are what the
+	// job's processes used, measured by the executor at the job's end
+	// (from the job's cgroup where it has one); 0 when unknown.
+	CPUTime float64 `json:"cpu_s,omitempty"`
+	MaxRSS  int64   `json:"max_rss,omitempty"`
 }
 
 // SubmitRequest asks for a new job.
@@ -173,7 +179,7 @@ type SubmitRequest struct {
 	AfterOK    []JobID           `json:"afterok,omitempty"`
 	AfterAny   []JobID           `json:"afterany,omitempty"`
 	AfterNotOK []JobID           `json:"afternotok,omitempty"`
-	Requeue    bool              `json:"requeue,omitempty"` // requeue when killed by a reservation
+	Requeue    bool              `json:"requeue,omitempty"` // requeue when killed by a reservation or lost with its node
 	QPU        map[string]int    `json:"qpu,omitempty"`     // backend → slots
 	Command    []string          `json:"command"`           // argv, argv[0] non-empty
 	Cwd        string            `json:"cwd,omitempty"`
@@ -394,6 +400,9 @@ type NodeStatus struct {
 	State NodeState `json:"state"`
 	Job   JobID     `json:"job,omitempty"`  // the job on it, when allocated
 	Resv  string    `json:"resv,omitempty"` // the reservation holding it now
+	// Out says why a node is down or drained (State NodeDown,
+	// NodeDrained or NodeDraining); nil while it is in service.
+	Out *NodeOut `json:"out,omitempty"`
 }
 
 // QPUStatus is one QPU backend of a resource list, in slots.
@@ -420,9 +429,19 @@ type UserAddRequest struct {
 	// Executor asks for QPU executor credentials (role executor) instead
 	// of a user's: they may only speak the executor protocol.
 	Executor bool `json:"executor,omitempty"`
+	// Agent asks for node agent credentials (role agent, 'strata agent')
+	// for the nodes of Nodes, a hostlist (default: the node named Name).
+	// Nothing is recorded: they only speak the agent protocol, for those
+	// nodes.
+	Agent bool   `json:"agent,omitempty"`
+	Nodes string `json:"nodes,omitempty"`
 	// ExpiresS, when not 0, makes the credentials stop working that many
 	// seconds after they are issued (at most MaxCredsLife).
 	ExpiresS int64 `json:"expires_s,omitempty"`
+	// Unix is the Unix account the user's jobs run as (see
+	// ValidateUnixAccount); empty keeps the one recorded, or the user's
+	// own name for a new user.
+	Unix string `json:"unix,omitempty"`
 }
 
 // UserAddReply carries the new user's credentials: the text of a NATS .creds
@@ -432,6 +451,9 @@ type UserAddReply struct {
 	Admin   bool      `json:"admin"`
 	Creds   string    `json:"creds"`
 	Expires time.Time `json:"expires,omitzero"`
+	// Unix is the Unix account the user's jobs run as.
+	Unix  string `json:"unix,omitempty"`
+	Nodes string `json:"nodes,omitempty"` // agent credentials: the nodes they serve, a hostlist
 }
 
 // User is a user known to the broker. Credentials are never stored.
@@ -445,6 +467,10 @@ type User struct {
 	Key string `json:"key,omitempty"`
 	// Expires is when the current credentials stop working (zero: never).
 	Expires time.Time `json:"expires,omitzero"`
+	// Unix is the Unix account the user's jobs run as: by default the
+	// user's own name, or what 'strata user add NAME --unix ACCOUNT'
+	// recorded.
+	Unix string `json:"unix,omitempty"`
 }
 
 // The roles of users (User.Role).

@@ -25,14 +25,25 @@ const (
 // DefaultURI is the local root instance: strata://127.0.0.1:4222/root.
 var DefaultURI = URI{Host: net.JoinHostPort(DefaultHost, strconv.Itoa(DefaultPort)), Path: RootPath}
 
-// URI names an instance: the NATS server to reach (HOST:PORT) and the
-// instance path. Its text form is strata://HOST:PORT/root/physics. Parsed
-// URIs are normalised (host in lower case, port explicit), so two URIs of the
+// URI names an instance: the NATS servers to reach (HOST:PORT, or several
+// servers of one cluster, comma-separated) and the instance path. Its text
+// form is strata://HOST:PORT/root/physics, or
+// strata://h1:4222,h2:4222,h3:4222/root/physics for a cluster: a client
+// connects to any of the servers. Parsed URIs are normalised (hosts in lower
+// case, ports explicit, the servers in the order given), so two URIs of the
 // same instance compare equal.
 type URI struct {
-	Host string // host:port, as net.JoinHostPort makes it ("[::1]:4222")
+	// Host is host:port as net.JoinHostPort makes it ("[::1]:4222"), or
+	// several, joined by commas ("h1:4222,h2:4222"); see Hosts.
+	Host string
 	Path string // dot-separated instance path ("root.physics")
 }
+
+// MaxURIHosts bounds the servers a URI may list.
+const MaxURIHosts = 32
+
+// Hosts returns the servers of the URI, host:port each, in order.
+func (u URI) Hosts() []string { return strings.Split(u.Host, ",") }
 
 // ParseURI parses an instance URI. Accepted forms:
 //
@@ -41,6 +52,7 @@ type URI struct {
 //	strata://HOST:PORT  HOST:PORT   the root instance there
 //	strata://HOST       HOST        port 4222
 //	HOST:PORT/root/physics          the scheme may be left out
+//	strata://H1:P1,H2:P2/root       any of several servers of one cluster
 //
 // HOST is a DNS name, an IPv4 address or a bracketed IPv6 address. Errors are
 // invalid_argument errors that say what is wrong.
@@ -56,7 +68,7 @@ func ParseURI(s string) (URI, error) {
 		rest = r
 	}
 	hostport, path, _ := strings.Cut(rest, "/")
-	host, err := parseHostPort(hostport)
+	host, err := parseHosts(hostport)
 	if err != nil {
 		return URI{}, Errorf(CodeInvalidArgument, "invalid Strata URI %q: %s", s, err.Error())
 	}
@@ -78,6 +90,32 @@ func ParseURI(s string) (URI, error) {
 		return URI{}, Errorf(CodeInvalidArgument, "invalid Strata URI %q: %s", s, err.Error())
 	}
 	return URI{Host: host, Path: p}, nil
+}
+
+// parseHosts parses a comma-separated list of HOST[:PORT] into normalised
+// host:port items joined by commas.
+func parseHosts(list string) (string, error) {
+	items := strings.Split(list, ",")
+	if len(items) > MaxURIHosts {
+		return "", Errorf(CodeInvalidArgument, "%d servers; a URI lists at most %d", len(items), MaxURIHosts)
+	}
+	seen := make(map[string]bool, len(items))
+	out := make([]string, 0, len(items))
+	for i, it := range items {
+		if it == "" && len(items) > 1 {
+			return "", Errorf(CodeInvalidArgument, "server %d of %q is empty; list servers as HOST:PORT,HOST:PORT", i+1, list)
+		}
+		h, err := parseHostPort(it)
+		if err != nil {
+			return "", err
+		}
+		if seen[h] {
+			return "", Errorf(CodeInvalidArgument, "server %s is listed twice", h)
+		}
+		seen[h] = true
+		out = append(out, h)
+	}
+	return strings.Join(out, ","), nil
 }
 
 func parseHostPort(hp string) (string, error) {
@@ -112,8 +150,15 @@ func (u URI) String() string {
 	return URIScheme + "://" + u.Host + "/" + strings.ReplaceAll(u.Path, ".", "/")
 }
 
-// NATSURL returns the URL of the NATS server to connect to, nats://HOST:PORT.
-func (u URI) NATSURL() string { return "nats://" + u.Host }
+// NATSURL returns the URLs of the NATS servers to connect to,
+// nats://HOST:PORT, comma-separated as nats.Connect takes them.
+func (u URI) NATSURL() string {
+	hosts := u.Hosts()
+	for i, h := range hosts {
+		hosts[i] = "nats://" + h
+	}
+	return strings.Join(hosts, ",")
+}
 
 // WithPath returns the URI of another instance on the same server.
 func (u URI) WithPath(path string) URI { return URI{Host: u.Host, Path: path} }

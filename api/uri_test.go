@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -24,6 +25,14 @@ func TestParseURI(t *testing.T) {
 		{"strata://[::1]:4222/root", "[::1]:4222", "root", "strata://[::1]:4222/root"},
 		{"strata://[::1]/root", "[::1]:4222", "root", "strata://[::1]:4222/root"},
 		{"strata://[::FFFF:127.0.0.1]:1/root", "127.0.0.1:1", "root", "strata://127.0.0.1:1/root"},
+		{"strata://h1:4222,H2,[::1]:5/root/a", "h1:4222,h2:4222,[::1]:5", "root.a", "strata://h1:4222,h2:4222,[::1]:5/root/a"},
+		{"h1,h2", "h1:4222,h2:4222", "root", "strata://h1:4222,h2:4222/root"},
+		{"strata://h1,,h2/root", "", "", ""},
+		{"strata://h1,/root", "", "", ""},
+		{"strata://,h1/root", "", "", ""},
+		{"strata://h1,h1:4222/root", "", "", ""},
+		{"strata://h1,h2:0/root", "", "", ""},
+		{"strata://" + strings.Repeat("h,", MaxURIHosts) + "h/root", "", "", ""},
 		{"nats://127.0.0.1:4222", "", "", ""},
 		{"strata://", "", "", ""},
 		{"strata:///root", "", "", ""},
@@ -59,6 +68,9 @@ func TestParseURI(t *testing.T) {
 			t.Errorf("ParseURI(%q) = %+v (%s), want {%s %s} (%s)", tc.in, u, u, tc.host, tc.path, tc.out)
 		}
 	}
+	if u, _ := ParseURI("h1:1,h2:2/root"); u.NATSURL() != "nats://h1:1,nats://h2:2" || len(u.Hosts()) != 2 {
+		t.Errorf("NATSURL of two servers: %s, %v", u.NATSURL(), u.Hosts())
+	}
 	u, _ := ParseURI("strata://h:1/root/a")
 	if u.NATSURL() != "nats://h:1" || u.WithPath("root.b").String() != "strata://h:1/root/b" {
 		t.Errorf("NATSURL/WithPath: %s %s", u.NATSURL(), u.WithPath("root.b"))
@@ -70,7 +82,8 @@ func TestParseURI(t *testing.T) {
 // to the same URI.
 func FuzzParseURI(f *testing.F) {
 	for _, s := range []string{"", "strata://127.0.0.1:4222/root/physics", "h", "h:1", "[::1]:2/root/a/b",
-		"strata://H/root/", "strata://h:99999", "x://y", "strata://a%b/root", "strata://[fe80::1%25eth0]/root"} {
+		"strata://H/root/", "strata://h:99999", "x://y", "strata://a%b/root", "strata://[fe80::1%25eth0]/root",
+		"strata://h1:4222,h2:4222,h3/root/a", "h1,,h2", "h1,H1:4222", "[::1],127.0.0.1:1/root"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -90,6 +103,11 @@ func FuzzParseURI(f *testing.F) {
 		}
 		if v != u {
 			t.Fatalf("ParseURI(%q) = %+v, but its text %s parses to %+v", s, u, u, v)
+		}
+		for _, h := range u.Hosts() {
+			if h == "" || strings.Contains(h, ",") {
+				t.Fatalf("ParseURI(%q): server %q in %v", s, h, u.Hosts())
+			}
 		}
 	})
 }

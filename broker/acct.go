@@ -92,20 +92,43 @@ func (r *Runtime) acct(ctx context.Context, q Request) (any, error) {
 	if !ar.Until.IsZero() {
 		f.until = instance.Time(ar.Until.Unix())
 	}
-	r.mu.Lock()
+	// The reservation: live, or archived once it has left.
+	var rvRep *api.Resv
+	rvArchived := false
 	if f.resv != "" {
+		r.lock()
 		f.resvPath = r.in.Path() + "." + f.resv
-		if rv, ok := r.in.Resv(f.resv); ok {
+		rv, ok := r.in.Resv(f.resv)
+		if ok {
+			a := r.apiResv(rv)
+			rvRep = &a
+		}
+		r.mu.Unlock()
+		if !ok {
+			var err error
+			if rv, ok, err = r.archivedResv(ctx, f.resv); err != nil {
+				return nil, err
+			}
+			if ok {
+				r.lock()
+				a := r.apiResv(rv)
+				r.mu.Unlock()
+				rvRep, rvArchived = &a, true
+			}
+		}
+		if ok {
 			f.resvPath = rv.Path
 		}
 	}
-	r.mu.Unlock()
 
 	phase, pos, err := parseAcctCursor(ar.Cursor)
 	if err != nil {
 		return nil, err
 	}
 	out := api.AcctReply{Jobs: []api.AcctJob{}}
+	if ar.Cursor == "" {
+		out.Resv, out.ResvArchived = rvRep, rvArchived
+	}
 	var seqs []uint64 // the archive sequence of each archived job of out
 	if phase == 'a' {
 		var next uint64
@@ -124,7 +147,7 @@ func (r *Runtime) acct(ctx context.Context, q Request) (any, error) {
 		pos = 0
 	}
 	if out.Next == "" {
-		r.mu.Lock()
+		r.lock()
 		jobs, more := r.in.TreeJobsAfter(instance.JobID(pos), ar.Size()-len(out.Jobs), f.keep)
 		r.mu.Unlock()
 		for _, j := range jobs {

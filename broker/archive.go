@@ -46,14 +46,17 @@ const sweepBatch = 1000
 
 // archiver is the runtime's sweeper of ended jobs.
 type archiver struct {
-	mu      sync.Mutex // one sweep at a time: the sweeper's, or Sweep's
-	keep    time.Duration
-	max     int // 0: no bound on the count
-	stream  jetstream.Stream
-	first   bool          // the first sweep since the start: check the archive for crash leftovers
-	started chan struct{} // closed once the sweeper runs
-	stop    chan struct{}
-	stopped chan struct{}
+	mu     sync.Mutex // one sweep at a time: the sweeper's, or Sweep's
+	keep   time.Duration
+	max    int // 0: no bound on the count
+	stream jetstream.Stream
+	first  bool // the first sweep since the start: check the archive for crash leftovers
+	// historySwept: reservations and QPU jobs were swept once since the
+	// start (the first sweep checks the archive for crash leftovers).
+	historySwept bool
+	started      chan struct{} // closed once the sweeper runs
+	stop         chan struct{}
+	stopped      chan struct{}
 	// purged counts the keys purged since the markers last went, at
 	// markersGone.
 	purged      int
@@ -119,10 +122,21 @@ func (r *Runtime) stopArchive() {
 }
 
 // sweepEvery is how often the sweeper looks: a tenth of the retention,
-// between a second and a minute.
+// between a second and a minute; with a bound on the count, at least every
+// maxSweepEvery, so that the bound holds within seconds whatever the
+// retention (a look costs a walk over the live jobs, milliseconds for ten
+// thousand).
 func (a *archiver) sweepEvery() time.Duration {
-	return min(max(a.keep/10, time.Second), time.Minute)
+	d := min(max(a.keep/10, time.Second), time.Minute)
+	if a.max > 0 {
+		d = min(d, maxSweepEvery)
+	}
+	return d
 }
+
+// maxSweepEvery is how often the sweeper looks at least when the number of
+// ended jobs is bounded (--keep-finished-max).
+const maxSweepEvery = 5 * time.Second
 
 func (r *Runtime) sweeper() {
 	a := r.arch
@@ -152,6 +166,16 @@ func (r *Runtime) sweeper() {
 				break
 			}
 		}
+		for {
+			n, err := r.sweepHistory(ctx)
+			if err != nil {
+				r.b.log.Error("cannot archive ended reservations and QPU jobs; they stay live and the next sweep tries again", "err", err)
+				break
+			}
+			if n < sweepBatch {
+				break
+			}
+		}
 		if a.purged > 0 && time.Since(a.markersGone) > markerAge {
 			// The purges left a marker per key, which every restore
 			// would read; markers older than markerAge go.
@@ -166,18 +190,24 @@ func (r *Runtime) sweeper() {
 	}
 }
 
-// Sweep archives the ended jobs past the retention now, and returns how
-// many it moved. The sweeper does it on its own; tests and tools call it
-// to not wait.
+// Sweep archives the ended jobs, reservations and QPU jobs past the
+// retention now, and returns how many it moved. The sweeper does it on its
+// own; tests and tools call it to not wait.
 func (r *Runtime) Sweep(ctx context.Context) (int, error) {
 	total := 0
-	for {
-		n, err := r.sweep(ctx)
-		total += n
-		if err != nil || n < sweepBatch {
-			return total, err
+	for _, sweep := range []func(context.Context) (int, error){r.sweep, r.sweepHistory} {
+		for {
+			n, err := sweep(ctx)
+			total += n
+			if err != nil {
+				return total, err
+			}
+			if n < sweepBatch {
+				break
+			}
 		}
 	}
+	return total, nil
 }
 
 // sweep moves at most sweepBatch ended jobs to the archive.
@@ -186,7 +216,7 @@ func (r *Runtime) sweep(ctx context.Context) (int, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	// Step 0: what to move, and its records, under the lock.
-	r.mu.Lock()
+	r.lock()
 	if r.closed {
 		r.mu.Unlock()
 		return 0, nil
@@ -250,19 +280,22 @@ func (r *Runtime) sweep(ctx context.Context) (int, error) {
 		if have[m.id] {
 			continue
 		}
-		f, err := r.b.js.PublishAsync(m.subj, m.data, jetstream.WithMsgID(fmt.Sprintf("job.%d", m.id)))
+		f, err := r.b.js.PublishAsync(m.subj, m.data, r.fenced(store.ArchiveStream, jetstream.WithMsgID(fmt.Sprintf("job.%d", m.id)))...)
 		if err != nil {
 			return 0, fmt.Errorf("broker: archive job %d: %w", m.id, err)
 		}
 		fs = append(fs, f)
 	}
 	if err := waitAcks(ctx, fs); err != nil {
+		if errors.Is(err, errFenced) {
+			r.fencedOut(err)
+		}
 		return 0, fmt.Errorf("broker: archive: %w", err)
 	}
 	a.first = false
 
 	// Step 2: forget them; the IDs record goes out with the new count.
-	r.mu.Lock()
+	r.lock()
 	var gone []instance.JobID
 	for _, m := range moves {
 		if _, err := r.in.Step(r.now(), instance.ForgetJob{Job: m.id}); err != nil {
@@ -285,13 +318,16 @@ func (r *Runtime) sweep(ctx context.Context) (int, error) {
 	}
 	fs = fs[:0]
 	for _, id := range gone {
-		f, err := r.b.js.PublishMsgAsync(purgeMsg(JobsBucket, store.JobKey(id)))
+		f, err := r.b.js.PublishMsgAsync(purgeMsg(JobsBucket, store.JobKey(id)), r.fenced(JobsBucket)...)
 		if err != nil {
 			return 0, fmt.Errorf("broker: archive: purge the live record of job %d: %w", id, err)
 		}
 		fs = append(fs, f)
 	}
 	if err := waitAcks(ctx, fs); err != nil {
+		if errors.Is(err, errFenced) {
+			r.fencedOut(err)
+		}
 		return 0, fmt.Errorf("broker: archive: purge the live records: %w", err)
 	}
 	r.b.log.Debug("archived ended jobs", "jobs", len(gone))
@@ -433,7 +469,7 @@ func (r *Runtime) scanArchiveWith(ctx context.Context, cfg jetstream.OrderedCons
 // core to refuse.
 func (r *Runtime) resolveDeps(ctx context.Context, deps []instance.Dep) error {
 	for i, d := range deps {
-		r.mu.Lock()
+		r.lock()
 		_, live := r.in.Job(d.Job)
 		known := d.Job <= r.in.LastID()
 		r.mu.Unlock()
@@ -459,6 +495,9 @@ func waitAcks(ctx context.Context, fs []jetstream.PubAckFuture) error {
 		select {
 		case <-f.Ok():
 		case err := <-f.Err():
+			if isWrongLastSeq(err) {
+				return fmt.Errorf("%w: %v", errFenced, err)
+			}
 			return err
 		case <-ctx.Done():
 			return ctx.Err()

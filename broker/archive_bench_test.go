@@ -39,7 +39,7 @@ func BenchmarkRestore(b *testing.B) {
 				if err := br.Start(); err != nil {
 					b.Fatal(err)
 				}
-				rt, err := br.RunInstances(broker.Resources{Nodes: nodes, Policy: instance.EASY})
+				rt, err := br.RunInstances(broker.Resources{RunAsSelf: true, AllowRootJobs: true, Nodes: nodes, Policy: instance.EASY})
 				if err != nil {
 					b.Fatal(err)
 				}

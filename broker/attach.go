@@ -49,7 +49,7 @@ func (r *Runtime) jobOutput(ctx context.Context, q Request) (any, error) {
 		max = or.Max
 	}
 	wait := min(time.Duration(or.WaitMS)*time.Millisecond, 10*time.Second)
-	r.mu.Lock()
+	r.lock()
 	j, err := r.visible(q, or.ID)
 	var path string
 	if err == nil {
@@ -61,7 +61,7 @@ func (r *Runtime) jobOutput(ctx context.Context, q Request) (any, error) {
 	}
 	deadline := time.Now().Add(wait)
 	for {
-		r.mu.Lock()
+		r.lock()
 		j, _ = r.in.Job(j.ID)
 		r.mu.Unlock()
 		ended := j.State.Final()

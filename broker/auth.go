@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/strata-hpc/strata/api"
+	"github.com/strata-hpc/strata/internal/natssetup"
 )
 
 // The broker runs NATS in decentralized-auth (operator) mode:
@@ -58,6 +59,37 @@ type identity struct {
 	operatorPub, systemPub, accountPub string
 	operatorClaims                     *jwt.OperatorClaims
 	systemJWT, accountJWT              string
+
+	// issuer is the account's public key when account is one of its
+	// signing keys rather than its identity key (an external cluster set
+	// up by 'strata nats init'); user JWTs then name it as their issuer
+	// account.
+	issuer string
+}
+
+// loadSigner reads what a broker on an external cluster signs credentials
+// with, from dir (StateDir/keys): the signing key and account JWT that
+// 'strata nats init' writes, or else the account's own key (account.nk, as
+// a state directory of an embedded broker holds it). The operator key is
+// never needed: the cluster's servers hold the account JWTs. It returns
+// (nil, nil) when dir holds neither.
+func loadSigner(dir string) (*identity, error) {
+	s, err := natssetup.LoadSigner(dir)
+	if err != nil {
+		return nil, err
+	}
+	if s != nil {
+		return &identity{account: s.Key, accountPub: s.Account, issuer: s.Account}, nil
+	}
+	path := filepath.Join(dir, accountFile)
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	kp, err := loadKey(path, nkeys.PrefixByteAccount, false)
+	if err != nil {
+		return nil, err
+	}
+	return &identity{account: kp, accountPub: mustPub(kp)}, nil
 }
 
 // loadIdentity reads the keys under dir (StateDir/keys). With create, it
@@ -65,7 +97,7 @@ type identity struct {
 // key is missing, and an error when another is.
 func loadIdentity(dir string, create bool) (*identity, error) {
 	if create {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
+		if err := privateDir(dir); err != nil {
 			return nil, fmt.Errorf("broker: keys: %w", err)
 		}
 	} else if _, err := os.Stat(filepath.Join(dir, accountFile)); errors.Is(err, fs.ErrNotExist) {
@@ -192,6 +224,8 @@ type grant struct {
 	role  api.Role
 	name  string
 	admin bool // users only: may also publish $SRV.> and read _INBOX.>
+	// nodes are the nodes an agent may serve (agents only; at least one).
+	nodes []string
 	// expires, when not zero, is when the credentials stop working.
 	expires time.Time
 	full    bool // the broker's store connection: no restrictions
@@ -240,6 +274,7 @@ func (id *identity) mintKey(g grant) ([]byte, string, error) {
 	upub, _ := ukp.PublicKey()
 	uc := jwt.NewUserClaims(upub)
 	uc.Name = g.name
+	uc.IssuerAccount = id.issuer
 	if !g.expires.IsZero() {
 		uc.Expires = g.expires.Unix()
 	}
@@ -255,6 +290,12 @@ func (id *identity) mintKey(g grant) ([]byte, string, error) {
 			return nil, "", err
 		}
 		uc.Tags.Add(api.RoleTag + string(g.role))
+		if g.role == api.RoleAgent {
+			if err := agentGrant(uc, g); err != nil {
+				return nil, "", err
+			}
+			break
+		}
 		uc.Pub.Allow.Add(g.role.SubjectPrefix(g.name) + ".>")
 		uc.Sub.Allow.Add(g.role.InboxPrefix(g.name) + ".>")
 		if g.admin {
@@ -276,6 +317,27 @@ func (id *identity) mintKey(g grant) ([]byte, string, error) {
 	}
 	creds, err := jwt.FormatUserConfig(ujwt, seed)
 	return creds, upub, err
+}
+
+// agentGrant sets the permissions of agent credentials: for each of its
+// nodes, publish the node's events (strata.v1.agent.NAME.NODE.>) and hear
+// its commands (strata.v1.node.NODE.>); read its own inbox; and answer the
+// broker's commands (a response permission: one reply to each request it
+// received, within a minute).
+func agentGrant(uc *jwt.UserClaims, g grant) error {
+	if len(g.nodes) == 0 {
+		return fmt.Errorf("broker: agent %s: no nodes to serve", g.name)
+	}
+	for _, n := range g.nodes {
+		if err := api.ValidateNode(n); err != nil {
+			return err
+		}
+		uc.Pub.Allow.Add(api.AgentSubject(g.name, n, ">"))
+		uc.Sub.Allow.Add(api.NodeSubject(n, ">"))
+	}
+	uc.Sub.Allow.Add(g.role.InboxPrefix(g.name) + ".>")
+	uc.Resp = &jwt.ResponsePermission{MaxMsgs: 1, Expires: time.Minute}
+	return nil
 }
 
 // jwtOf returns the user JWT of a .creds text.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -358,13 +359,25 @@ func TestUnauthenticated(t *testing.T) {
 	})
 }
 
+// TestStateFileModes: the state directory, its keys and admin.creds are
+// the broker's alone, even where an installer made the directories open
+// to others: jobs run as other accounts must not read them.
 func TestStateFileModes(t *testing.T) {
 	dir := t.TempDir()
+	for _, d := range []string{dir, filepath.Join(dir, "keys")} {
+		if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	startBroker(t, dir)
 	for _, f := range []struct {
 		path string
 		mode os.FileMode
 	}{
+		{".", 0o700 | os.ModeDir},
 		{"admin.creds", 0o600},
 		{"keys", 0o700 | os.ModeDir},
 		{"keys/operator.nk", 0o600},

@@ -43,7 +43,7 @@ func (r *Runtime) bookings(_ context.Context, q Request) (any, error) {
 	f := instance.Time(from.Unix())
 	t := instance.Time(to.Add(time.Second - time.Nanosecond).Unix())
 
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	inst, err := r.instanceOf(q)
 	if err != nil {
@@ -86,5 +86,46 @@ func (r *Runtime) bookings(_ context.Context, q Request) (any, error) {
 		}
 		out.Bookings = append(out.Bookings, ab)
 	}
+	if outs := r.nodeBookings(nodes, to); len(outs) > 0 {
+		out.Bookings = append(out.Bookings, outs...)
+		sort.SliceStable(out.Bookings, func(a, b int) bool { return out.Bookings[a].Start.Before(out.Bookings[b].Start) })
+	}
 	return out, nil
+}
+
+// nodeBookings returns the nodes of an instance (its Usage) that are down
+// or drained as bookings from when they went out until to: one per kind,
+// reason, admin and time, in the order of their first node. r.mu must be
+// held.
+func (r *Runtime) nodeBookings(nodes []instance.NodeUse, to time.Time) []api.Booking {
+	var out []api.Booking
+	var names [][]string
+	type key struct {
+		kind, user, reason string
+		start              time.Time
+	}
+	at := map[key]int{}
+	for _, n := range nodes {
+		s, ok := r.in.NodeState(n.Name)
+		if !ok || !s.Out() {
+			continue
+		}
+		b := api.Booking{Kind: api.BookingDrained, User: s.DrainedBy, Reason: s.DrainReason, Start: unix(s.DrainSince), End: to.UTC()}
+		if s.Down {
+			b = api.Booking{Kind: api.BookingDown, Reason: s.DownReason, Start: unix(s.DownSince), End: to.UTC()}
+		}
+		k := key{b.Kind, b.User, b.Reason, b.Start}
+		i, ok := at[k]
+		if !ok {
+			i = len(out)
+			at[k] = i
+			out = append(out, b)
+			names = append(names, nil)
+		}
+		names[i] = append(names[i], n.Name)
+	}
+	for i := range out {
+		out[i].Nodes = hostlist.Format(names[i])
+	}
+	return out
 }

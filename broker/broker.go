@@ -1,8 +1,8 @@
 package broker
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -19,6 +19,8 @@ import (
 
 	"github.com/strata-hpc/strata/api"
 	"github.com/strata-hpc/strata/broker/store"
+	"github.com/strata-hpc/strata/internal/hostlist"
+	"github.com/strata-hpc/strata/internal/natssetup"
 )
 
 // Broker is the running Strata process: its NATS server (embedded) or
@@ -48,11 +50,14 @@ type Broker struct {
 	parked chan struct{} // bounds requests waiting in Request.Blocking
 
 	refusedLog logLimiter // rate-limits log lines about refused requests
+	replays    replays    // replies to changes, by idempotency key (replay.go)
+	startedAt  time.Time  // when Start was called
 
 	mu       sync.Mutex
 	state    int                  // stateNew, stateRunning, stateClosing, stateClosed
 	admins   map[string]bool      // configured: AdminUser and Options.Admins
 	granted  map[string]bool      // users recorded with admin rights (kept current by watchUsers)
+	unix     map[string]string    // users' recorded Unix accounts, where not their name (kept current by watchUsers)
 	revoked  map[string]int64     // revoked user keys → when (see revoke.go)
 	load     map[string]*userLoad // requests in the broker, by user (see limits.go)
 	bg       sync.WaitGroup       // background goroutines (the users watcher)
@@ -79,7 +84,7 @@ func New(opts Options) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(o.StateDir, 0o700); err != nil {
+	if err := privateDir(o.StateDir); err != nil {
 		return nil, fmt.Errorf("broker: state dir: %w", err)
 	}
 	lock, err := lockState(o.StateDir)
@@ -92,7 +97,12 @@ func New(opts Options) (*Broker, error) {
 			return nil, err
 		}
 	}
-	id, err := loadIdentity(filepath.Join(o.StateDir, keysDir), o.NatsURL == "")
+	var id *identity
+	if o.NatsURL == "" {
+		id, err = loadIdentity(filepath.Join(o.StateDir, keysDir), true)
+	} else {
+		id, err = loadSigner(filepath.Join(o.StateDir, keysDir))
+	}
 	if err != nil {
 		lock.unlock()
 		return nil, err
@@ -114,6 +124,7 @@ func New(opts Options) (*Broker, error) {
 		refusedLog: logLimiter{period: refusedLogPeriod, burst: refusedLogBurst},
 		admins:     admins,
 		granted:    map[string]bool{},
+		unix:       map[string]string{},
 		revoked:    map[string]int64{},
 		load:       map[string]*userLoad{},
 		services:   map[string]*Service{},
@@ -132,6 +143,7 @@ func (b *Broker) Start() error {
 		return errors.New("broker: Start called twice")
 	}
 	b.state = stateRunning
+	b.startedAt = time.Now().UTC().Truncate(time.Second)
 	b.mu.Unlock()
 
 	err := b.start()
@@ -171,8 +183,9 @@ func (b *Broker) start() error {
 			return err
 		}
 	} else {
-		b.log.Warn("no account key: this broker cannot issue credentials ('strata user add' will fail)",
-			"key", filepath.Join(b.opts.StateDir, keysDir, accountFile))
+		b.log.Warn("no signing key: this broker cannot issue credentials ('strata user add' will fail); "+
+			"copy the keys/ directory of the broker-state that 'strata nats init' wrote into the state directory",
+			"keys", filepath.Join(b.opts.StateDir, keysDir))
 	}
 	b.log.Info("broker ready", "nats", b.ClientURL(), "uri", b.URI(api.RootPath), "state_dir", b.opts.StateDir)
 	return nil
@@ -300,8 +313,49 @@ func (b *Broker) MintCreds(role api.Role, name string, admin bool) ([]byte, erro
 }
 
 func (b *Broker) noKeyError() error {
-	return api.Errorf(api.CodeFailedPrecondition, "this broker cannot issue credentials: it has no signing key for the Strata account (%s)",
-		filepath.Join(b.opts.StateDir, keysDir, accountFile))
+	return api.Errorf(api.CodeFailedPrecondition, "this broker cannot issue credentials: it has no signing key for the Strata account; "+
+		"copy %s and %s from the broker-state directory that 'strata nats init' wrote into %s, and restart the broker",
+		natssetup.SigningKey, natssetup.AccountJWT, filepath.Join(b.opts.StateDir, keysDir))
+}
+
+// MintAgentCreds returns the text of a .creds file for node agent name,
+// which may serve nodes (see api.RoleAgent). It records nothing.
+func (b *Broker) MintAgentCreds(name string, nodes []string) ([]byte, error) {
+	if err := api.RoleAgent.Validate(name); err != nil {
+		return nil, err
+	}
+	if b.id == nil {
+		return nil, b.noKeyError()
+	}
+	return b.id.mint(grant{role: api.RoleAgent, name: name, nodes: nodes})
+}
+
+// addAgent mints node agent credentials for req: for the nodes of
+// req.Nodes (a hostlist), or for the node named like the agent.
+func (b *Broker) addAgent(req api.UserAddRequest) (api.UserAddReply, error) {
+	if req.Admin || req.Executor {
+		return api.UserAddReply{}, api.Errorf(api.CodeInvalidArgument, "agent credentials cannot also be admin or executor credentials; give --agent alone")
+	}
+	if err := api.RoleAgent.Validate(req.Name); err != nil {
+		return api.UserAddReply{}, err
+	}
+	nodes := []string{req.Name}
+	if req.Nodes != "" {
+		var err error
+		if nodes, err = hostlist.Parse(req.Nodes); err != nil {
+			return api.UserAddReply{}, api.Errorf(api.CodeInvalidArgument, "--nodes %q: %v", req.Nodes, err)
+		}
+	}
+	for _, n := range nodes {
+		if err := api.ValidateNode(n); err != nil {
+			return api.UserAddReply{}, err
+		}
+	}
+	creds, err := b.MintAgentCreds(req.Name, nodes)
+	if err != nil {
+		return api.UserAddReply{}, err
+	}
+	return api.UserAddReply{Name: req.Name, Creds: string(creds), Nodes: hostlist.Format(nodes)}, nil
 }
 
 // AddUser records a user in the users bucket and returns fresh credentials
@@ -311,6 +365,9 @@ func (b *Broker) noKeyError() error {
 // req.Force, which issues new credentials and revokes the old ones (see
 // RevokeUser; with an embedded server).
 func (b *Broker) AddUser(ctx context.Context, req api.UserAddRequest) (api.UserAddReply, error) {
+	if req.Agent {
+		return b.addAgent(req)
+	}
 	if req.Executor {
 		// Executors are not users: nothing is recorded, and their
 		// credentials only speak the executor protocol.
@@ -340,13 +397,10 @@ func (b *Broker) AddUser(ctx context.Context, req api.UserAddRequest) (api.UserA
 	if req.ExpiresS > 0 {
 		expires = now.Add(time.Duration(req.ExpiresS) * time.Second)
 	}
-	creds, key, err := b.id.mintKey(grant{role: api.RoleUser, name: req.Name, admin: admin, expires: expires})
-	if err != nil {
-		return api.UserAddReply{}, err
-	}
-	rec, err := json.Marshal(userRecord{V: userRecordVersion, Name: req.Name, Admin: req.Admin || req.Name == AdminUser, Created: now, Key: key, Expires: expires})
-	if err != nil {
-		return api.UserAddReply{}, fmt.Errorf("broker: encode user %s: %w", req.Name, err)
+	if req.Unix != "" {
+		if err := api.ValidateUnixAccount(req.Unix); err != nil {
+			return api.UserAddReply{}, err
+		}
 	}
 	var old userRecord
 	if req.Force {
@@ -356,6 +410,25 @@ func (b *Broker) AddUser(ctx context.Context, req api.UserAddRequest) (api.UserA
 				b.log.Warn("bad user record", "user", req.Name, "err", uErr)
 			}
 		}
+	}
+	// The Unix account is kept across new credentials unless given;
+	// one equal to the name is recorded as the default it is.
+	account := old.Unix
+	if req.Unix != "" {
+		account = req.Unix
+	}
+	if account == req.Name {
+		account = ""
+	}
+	creds, key, err := b.id.mintKey(grant{role: api.RoleUser, name: req.Name, admin: admin, expires: expires})
+	if err != nil {
+		return api.UserAddReply{}, err
+	}
+	rec, err := store.EncodeUser(userRecord{Name: req.Name, Admin: req.Admin || req.Name == AdminUser, Created: now, Key: key, Expires: expires, Unix: account})
+	if err != nil {
+		return api.UserAddReply{}, fmt.Errorf("broker: %w", err)
+	}
+	if req.Force {
 		_, err = b.kv.Put(ctx, req.Name, rec)
 	} else {
 		_, err = b.kv.Create(ctx, req.Name, rec)
@@ -368,6 +441,7 @@ func (b *Broker) AddUser(ctx context.Context, req api.UserAddRequest) (api.UserA
 	}
 	b.mu.Lock()
 	b.granted[req.Name] = req.Admin
+	b.setUnixLocked(req.Name, account)
 	b.mu.Unlock()
 	// New credentials (and so any change of role) revoke the old ones: a
 	// demoted admin loses $SRV.> at once.
@@ -376,7 +450,7 @@ func (b *Broker) AddUser(ctx context.Context, req api.UserAddRequest) (api.UserA
 			return api.UserAddReply{}, err
 		}
 	}
-	return api.UserAddReply{Name: req.Name, Admin: admin, Creds: string(creds), Expires: expires}, nil
+	return api.UserAddReply{Name: req.Name, Admin: admin, Creds: string(creds), Expires: expires, Unix: cmp.Or(account, req.Name)}, nil
 }
 
 // Users returns the users recorded in the users bucket, by name.
@@ -444,6 +518,7 @@ func (b *Broker) watchUsers(ctx context.Context) error {
 			}
 			b.mu.Lock()
 			b.granted[e.Key()] = u.Admin
+			b.setUnixLocked(e.Key(), u.Unix)
 			b.mu.Unlock()
 		}
 	}()
@@ -481,9 +556,13 @@ func (b *Broker) KeyValue(ctx context.Context, cfg jetstream.KeyValueConfig) (je
 	if cfg.Replicas == 0 {
 		cfg.Replicas = b.opts.Replicas
 	}
-	kv, err := b.js.CreateOrUpdateKeyValue(ctx, cfg)
+	var kv jetstream.KeyValue
+	err := b.untilJetStream(ctx, "key-value bucket "+cfg.Bucket, func(ctx context.Context) (err error) {
+		kv, err = b.js.CreateOrUpdateKeyValue(ctx, cfg)
+		return err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("broker: key-value bucket %s: %w", cfg.Bucket, err)
+		return nil, fmt.Errorf("broker: key-value bucket %s: %w", cfg.Bucket, b.explainJetStream(err, cfg.Replicas))
 	}
 	return kv, nil
 }
@@ -494,9 +573,86 @@ func (b *Broker) Stream(ctx context.Context, cfg jetstream.StreamConfig) (jetstr
 	if cfg.Replicas == 0 {
 		cfg.Replicas = b.opts.Replicas
 	}
-	s, err := b.js.CreateOrUpdateStream(ctx, cfg)
+	var s jetstream.Stream
+	err := b.untilJetStream(ctx, "stream "+cfg.Name, func(ctx context.Context) (err error) {
+		s, err = b.js.CreateOrUpdateStream(ctx, cfg)
+		return err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("broker: stream %s: %w", cfg.Name, err)
+		return nil, fmt.Errorf("broker: stream %s: %w", cfg.Name, b.explainJetStream(err, cfg.Replicas))
 	}
 	return s, nil
+}
+
+// untilJetStream calls f until it succeeds, fails for good, or ctx ends,
+// with a backoff from 100ms to 2s. A cluster that is starting up (no meta
+// leader yet, servers still joining: no responders, timeouts, 503
+// "temporarily unavailable", "no suitable peers") is waited for: a broker
+// started with its cluster must not fail because it was quicker. The last
+// error is returned when ctx ends.
+func (b *Broker) untilJetStream(ctx context.Context, what string, f func(context.Context) error) error {
+	wait := 100 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := f(actx)
+		cancel()
+		if err == nil || !jetStreamStarting(err) {
+			return err
+		}
+		if attempt == 0 {
+			b.log.Warn("JetStream is not ready; waiting for it", "for", what, "err", err, "up_to", b.opts.StartTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+}
+
+// jetStreamStarting reports whether err may go away as a cluster starts:
+// everything but a definite refusal.
+func jetStreamStarting(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.ErrorCode {
+		case jetstream.JSErrCodeJetStreamNotEnabled, jetstream.JSErrCodeJetStreamNotEnabledForAccount, 10074:
+			return false
+		case 10005, 10008, 10023: // no suitable peers, temporarily unavailable, insufficient resources
+			return true
+		}
+		return apiErr.Code == 503
+	}
+	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)
+}
+
+// explainJetStream adds to an error of creating a bucket or stream what is
+// wrong with the cluster and how to fix it, when the error says: no
+// JetStream, none for the account, or too few servers for the replicas.
+// Other errors are returned as they are.
+func (b *Broker) explainJetStream(err error, replicas int) error {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) {
+		return err
+	}
+	where := "the NATS server"
+	if b.srv == nil {
+		where = "the NATS cluster at " + b.opts.NatsURL
+	}
+	switch apiErr.ErrorCode {
+	case jetstream.JSErrCodeJetStreamNotEnabled:
+		return fmt.Errorf("%s has no JetStream, where the broker keeps its state: add a 'jetstream { store_dir: /var/lib/nats }' block to every server's configuration and restart them (see docs/cluster.md): %w", where, err)
+	case jetstream.JSErrCodeJetStreamNotEnabledForAccount:
+		return fmt.Errorf("%s has no JetStream for the Strata account: include the nats-auth.conf of 'strata nats init' (its account JWT enables JetStream) in every server's configuration (see docs/cluster.md): %w", where, err)
+	case 10074: // replicas > 1 not supported in non-clustered mode
+		return fmt.Errorf("--replicas %d needs a JetStream cluster of at least %d servers, but %s runs JetStream on one server, without a cluster block: "+
+			"cluster the servers (see docs/cluster.md), or start with --replicas 1: %w", replicas, replicas, where, err)
+	case 10005, 10023: // no suitable peers for placement; insufficient resources
+		n := len(b.nc.Servers())
+		return fmt.Errorf("--replicas %d needs %d servers with JetStream up and routed to each other, but %s cannot place that many (the broker knows of %d servers): "+
+			"add servers or bring the stopped ones back (see docs/cluster.md), or start with --replicas %d: %w", replicas, replicas, where, n, max(1, min(n, replicas-1)), err)
+	}
+	return err
 }

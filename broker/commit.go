@@ -88,6 +88,8 @@ type committer struct {
 	halted   chan struct{} // closed by halt
 	haltOnce sync.Once
 
+	lat latencies // from publishing a group to its last acknowledgement
+
 	// Owned by the acknowledger.
 	held  []*batch // batches held back since the first failure
 	retry []pubRec // the latest failed record of each key, oldest first
@@ -96,6 +98,7 @@ type committer struct {
 // group is the batches published together, and the futures of their
 // records' acknowledgements in the order of publishing.
 type group struct {
+	at      time.Time // when publishing began
 	batches []*batch
 	fs      []jetstream.PubAckFuture // in the order published
 	recs    []pubRec                 // what fs[i] published; subject "" when it could not be encoded
@@ -107,8 +110,8 @@ type group struct {
 
 // pubRec is one published record, kept to publish it again.
 type pubRec struct {
-	subj string
-	data []byte
+	bucket, subj string
+	data         []byte
 }
 
 // span is the indexes [from, to) of a batch's own futures in a group.
@@ -213,7 +216,7 @@ func (c *committer) publish() {
 // rewrites.
 func (c *committer) publishGroup(q []*batch) *group {
 	r := c.r
-	g := &group{batches: q, own: make([]span, len(q))}
+	g := &group{at: time.Now(), batches: q, own: make([]span, len(q))}
 	// last[k] is the last batch of q that writes key
 	// k; at[k] the index in g.fs of the future of its record.
 	type key struct{ bucket, key string }
@@ -248,17 +251,17 @@ func (c *committer) publishGroup(q []*batch) *group {
 				// outage: writing it again would not help.
 				r.b.log.Error("cannot encode record", "bucket", rec.bucket, "key", rec.key, "err", err)
 				f, subj = failedFuture(fmt.Errorf("%w: %v", errEncode, err)), ""
-			} else if f, err = r.b.js.PublishAsync(subj, d); err != nil {
+			} else if f, err = r.b.js.PublishAsync(subj, d, r.fenced(rec.bucket)...); err != nil {
 				f = failedFuture(err)
 			}
 			if at != nil {
 				at[k] = len(g.fs)
 			}
 			g.fs = append(g.fs, f)
-			g.recs = append(g.recs, pubRec{subj: subj, data: d})
+			g.recs = append(g.recs, pubRec{bucket: rec.bucket, subj: subj, data: d})
 		}
 		if len(b.handouts) > 0 {
-			go answerHandouts(r.b.ctx, b) // once the records are durable
+			go answerHandouts(r.b.ctx, r.lease, b) // once the records are durable
 		}
 		g.own[i] = span{first, len(g.fs)}
 	}
@@ -319,8 +322,14 @@ func (c *committer) acknowledge() {
 			if errors.Is(berr, errEncode) {
 				berr = api.Errorf(api.CodeUnavailable, "the broker could not persist the change: %v", berr)
 			}
+			if errors.Is(berr, errFenced) {
+				berr = errDeposed
+			}
 			b.err = berr
 			close(b.durable)
+		}
+		if len(g.fs) > 0 {
+			c.lat.add(time.Since(g.at))
 		}
 	}
 	c.fail(errShutdown)
@@ -334,6 +343,10 @@ func (c *committer) note(p pubRec, err error) {
 	}
 	if err == nil {
 		c.retry = slices.DeleteFunc(c.retry, func(q pubRec) bool { return q.subj == p.subj })
+		return
+	}
+	if errors.Is(err, errFenced) {
+		c.r.fencedOut(err)
 		return
 	}
 	if !c.retrying(err) {
@@ -375,13 +388,17 @@ func (c *committer) hold(b *batch, err error) bool {
 // not a shutdown (nothing more is written), nor a record that cannot be
 // encoded (it never will be). api errors compare by code in errors.Is,
 // so identity is what tells a shutdown.
-func (c *committer) retrying(err error) bool { return err != errShutdown && !errors.Is(err, errEncode) }
+func (c *committer) retrying(err error) bool {
+	return err != errShutdown && !errors.Is(err, errEncode) && !errors.Is(err, errFenced)
+}
 
 // recover writes the failed records again until the store takes every one
 // of them, then releases the held batches and lets the publisher go on.
 func (c *committer) recover() {
 	ctx := c.r.b.ctx
 	delay := 50 * time.Millisecond
+	var reloaded time.Time // when the store was last reloaded
+	silent := false        // the last round had a write the store did not answer
 	for attempt := 1; len(c.retry) > 0; attempt++ {
 		select {
 		case <-ctx.Done():
@@ -391,14 +408,35 @@ func (c *committer) recover() {
 		case <-time.After(delay):
 		}
 		delay = min(2*delay, 2*time.Second)
+		if silent && time.Since(reloaded) >= reloadEvery && c.r.b.diskHasSpace() {
+			// The disk has room again but the store did not answer
+			// the last round: its file store keeps the write error of
+			// a full disk until it is loaded again. (A store that
+			// refuses with an answer, a stream at its limits, is not
+			// reloaded: that would change nothing.)
+			reloaded = time.Now()
+			if err := c.r.b.reloadJetStream(); err != nil {
+				c.r.b.log.Error("cannot reload the store after a full disk", "err", err)
+			} else {
+				c.r.b.log.Warn("reloaded the store: it kept refusing writes after the disk had room again", "records", len(c.retry))
+			}
+		}
 		var left []pubRec
 		var last error
+		silent = false
 		for _, p := range c.retry {
-			actx, cancel := context.WithTimeout(ctx, ackTimeout)
-			_, err := c.r.b.js.Publish(actx, p.subj, p.data)
+			actx, cancel := context.WithTimeout(ctx, retryAckTimeout)
+			_, err := c.r.b.js.Publish(actx, p.subj, p.data, c.r.fenced(p.bucket)...)
 			cancel()
+			if isWrongLastSeq(err) {
+				// Deposed: the held changes are never written.
+				c.r.fencedOut(err)
+				c.halt()
+				return
+			}
 			if err != nil {
 				left, last = append(left, p), err
+				silent = silent || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)
 			}
 		}
 		c.retry = left
@@ -440,8 +478,14 @@ func (f failed) Ok() <-chan *jetstream.PubAck { return nil }
 func (f failed) Err() <-chan error            { return f.err }
 func (f failed) Msg() *nats.Msg               { return nil }
 
-// ackTimeout bounds the wait for JetStream's acknowledgements.
-const ackTimeout = 10 * time.Second
+// ackTimeout bounds the wait for JetStream's acknowledgements;
+// retryAckTimeout, for a record written again after a failure (a store
+// that refuses writes may not answer at all, and each round waits for
+// every record of it).
+const (
+	ackTimeout      = 10 * time.Second
+	retryAckTimeout = 2 * time.Second
+)
 
 var (
 	errAckTimeout = api.Errorf(api.CodeUnavailable, "the broker's store did not acknowledge the change in time; try again")
@@ -459,10 +503,48 @@ func awaitAck(ctx context.Context, f jetstream.PubAckFuture, timeout <-chan time
 		if errors.Is(err, errEncode) {
 			return err
 		}
+		if isWrongLastSeq(err) {
+			return fmt.Errorf("%w: %v", errFenced, err)
+		}
 		return fmt.Errorf("%w: %v", errStore, err)
 	case <-ctx.Done():
 		return errShutdown
 	case <-timeout:
 		return errAckTimeout
 	}
+}
+
+// latencies keeps the last latencyWindow commit latencies, for their
+// percentiles, and counts them all.
+type latencies struct {
+	mu    sync.Mutex
+	ring  [latencyWindow]time.Duration
+	n     uint64 // latencies added so far
+	total time.Duration
+}
+
+// latencyWindow is how many recent commits the percentiles are over.
+const latencyWindow = 4096
+
+func (l *latencies) add(d time.Duration) {
+	l.mu.Lock()
+	l.ring[l.n%latencyWindow] = d
+	l.n++
+	l.total += d
+	l.mu.Unlock()
+}
+
+// stats returns the count and total of all latencies, and the 50th and
+// 99th percentiles of the recent ones (zero when there are none).
+func (l *latencies) stats() (n uint64, total, p50, p99 time.Duration) {
+	l.mu.Lock()
+	k := int(min(l.n, latencyWindow))
+	recent := slices.Clone(l.ring[:k])
+	n, total = l.n, l.total
+	l.mu.Unlock()
+	if k == 0 {
+		return n, total, 0, 0
+	}
+	slices.Sort(recent)
+	return n, total, recent[(k-1)*50/100], recent[(k-1)*99/100]
 }

@@ -22,7 +22,9 @@
 // micro ls, info and stats work). The server enforces this, so the user
 // token of a request subject is who sent it: Request.User is trustworthy and
 // payloads never name their sender. Executors get credentials of their own
-// role (strata.v1.exec.NAME.>, _INBOX_exec_NAME.>) from MintCreds. On first
+// role (strata.v1.exec.NAME.>, _INBOX_exec_NAME.>) from MintCreds, node
+// agents theirs from MintAgentCreds (package agent: strata.v1.agent.NAME.
+// NODE.> and strata.v1.node.NODE.> for each of their nodes). On first
 // start the broker writes StateDir/admin.creds for the user "admin".
 //
 // With an external server (Options.NatsURL), the cluster's operator must
@@ -51,7 +53,29 @@
 // strata_jobs, strata_resvs and strata_qpu, and acknowledges a request only
 // once the records it changed are durable. A job array is written as one
 // record in strata_arrays (all its tasks or none, in one write); a task
-// that changes afterwards gets a record of its own in strata_jobs.
+// that changes afterwards gets a record of its own in strata_jobs. Ended
+// jobs, reservations and QPU jobs move to the append-only stream
+// strata_archive after Resources.KeepFinished (archive.go,
+// archive_history.go), which 'strata acct' and 'strata qpu acct' read.
+//
+// # One active broker
+//
+// Brokers that share a cluster elect one active broker with a lease, a
+// record in strata_meta (key "lease") that its holder renews with a
+// revision-checked update every Options.LeaseRenew; RunInstances takes it
+// (or, without Options.Standby, refuses to start while another broker
+// renews it, naming that broker), and a standby waits in RunInstances
+// until it lapses. The holder acts (starts, signals, replies that change
+// state) only while less than LeaseDuration-LeaseRenew has passed since
+// it sent its last successful renewal, so that it stops before a standby,
+// counting LeaseDuration from when it saw that renewal, takes over. Every
+// write of the runtime is fenced: the new holder writes a fence record
+// ("_fence") into every bucket and the archive stream before it
+// restores, and every write carries the expected last sequence of its
+// bucket's fence, so that the server refuses the writes of a broker that
+// lost the lease without knowing it. A broker whose write or renewal is
+// refused that way steps down (Runtime.Deposed). See lease.go and
+// fence.go.
 //
 // # QPUs
 //

@@ -25,3 +25,10 @@ func (r *Runtime) SeedJobs(n int, user string) error {
 	r.in.Ready() // nothing to carry out: held jobs wait
 	return nil
 }
+
+// ServerSync is the embedded server's JetStream sync setting: whether it
+// syncs every write, and its interval.
+func (b *Broker) ServerSync() (always bool, interval string) {
+	c := b.srv.JetStreamConfig()
+	return c.SyncAlways, c.SyncInterval.String()
+}

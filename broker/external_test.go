@@ -147,15 +147,20 @@ func TestOptionsDefaults(t *testing.T) {
 		{Replicas: 2},
 		{Replicas: -1},
 		{Creds: "x.creds"},
+		{Advertise: "h1,,h2"},
+		{Advertise: "h1:4222/root"},
 	} {
 		if _, err := bad.normalize(); err == nil {
 			t.Errorf("%+v accepted", bad)
 		}
 	}
-	if got := firstNatsHost("nats://a:1,nats://b:2"); got != "a:1" {
-		t.Errorf("firstNatsHost = %s", got)
+	if got := natsHosts("nats://a:1, nats://b:2"); got != "a:1,b:2" {
+		t.Errorf("natsHosts = %s", got)
 	}
-	if got := firstNatsHost("b"); got != "b:4222" {
-		t.Errorf("firstNatsHost = %s", got)
+	if got := natsHosts("b"); got != "b:4222" {
+		t.Errorf("natsHosts = %s", got)
+	}
+	if o, err := (Options{Advertise: "H1,h2:5"}).normalize(); err != nil || o.Advertise != "h1:4222,h2:5" {
+		t.Errorf("Advertise list: %q, %v", o.Advertise, err)
 	}
 }

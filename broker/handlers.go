@@ -27,6 +27,11 @@ func (r *Runtime) handler(path string) Handler {
 	}
 	r.resvOps(m)
 	r.qpuOps(m)
+	if path == r.in.Path() {
+		m[api.OpStatus] = func(ctx context.Context, q Request) (any, error) { return r.status(ctx, q) }
+		m[api.OpNodeDrain] = r.nodeDrain
+		m[api.OpNodeUndrain] = r.nodeUndrain
+	}
 	if path != r.in.Path() {
 		for op, f := range m {
 			m[op] = r.admitted(f)
@@ -42,7 +47,7 @@ func (r *Runtime) handler(path string) Handler {
 // or others', through its instance.
 func (r *Runtime) admitted(f HandlerFunc) HandlerFunc {
 	return func(ctx context.Context, q Request) (any, error) {
-		r.mu.Lock()
+		r.lock()
 		inst, err := r.instanceOf(q)
 		if err == nil {
 			if aErr := inst.Admits(actor(q)); aErr != nil {
@@ -267,7 +272,7 @@ func (r *Runtime) job(_ context.Context, q Request) (any, error) {
 	if err := q.Decode(&jr); err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	j, err := r.visible(q, jr.ID)
 	if err != nil {
@@ -317,7 +322,7 @@ func (r *Runtime) jobs(_ context.Context, q Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	inst, err := r.instanceOf(q)
 	if err != nil {
@@ -355,7 +360,7 @@ func (r *Runtime) wait(ctx context.Context, q Request) (any, error) {
 	if wr.TimeoutMS > 0 {
 		timeout = min(time.Duration(wr.TimeoutMS)*time.Millisecond, time.Minute)
 	}
-	r.mu.Lock()
+	r.lock()
 	j, err := r.visible(q, wr.ID)
 	if err != nil || j.State.Final() {
 		r.mu.Unlock()
@@ -376,34 +381,21 @@ func (r *Runtime) wait(ctx context.Context, q Request) (any, error) {
 		case <-ctx.Done():
 		}
 	})
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	j, _ = r.in.Job(j.ID)
 	return r.apiJob(j), nil
 }
 
 func (r *Runtime) resources(_ context.Context, q Request) (any, error) {
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	inst, err := r.instanceOf(q)
 	if err != nil {
 		return nil, err
 	}
 	nodes, pools := inst.Usage(r.now())
-	out := api.ResourcesReply{Nodes: make([]api.NodeStatus, len(nodes))}
-	for i, n := range nodes {
-		st := api.NodeStatus{Name: n.Name, State: api.NodeFree}
-		switch {
-		case n.Job != 0:
-			st.State = api.NodeAllocated
-			if r.seesJob(q, n.Job) {
-				st.Job = api.JobID(n.Job)
-			}
-		case n.Resv != "":
-			st.State, st.Resv = api.NodeReserved, n.Resv
-		}
-		out.Nodes[i] = st
-	}
+	out := api.ResourcesReply{Nodes: r.nodeStatuses(q, nodes)}
 	sort.Slice(pools, func(a, b int) bool { return pools[a].Name < pools[b].Name })
 	for _, p := range pools {
 		out.QPUs = append(out.QPUs, api.QPUStatus{Name: p.Name, Total: p.Total, Used: p.Used, Available: p.Total - p.Used})

@@ -53,7 +53,7 @@ func TestLostRecordsDetected(t *testing.T) {
 		o.Logger = slog.New(slog.NewTextHandler(lockedWriter{&mu, &log}, nil))
 	})
 	nodes, _ := hostlist.Parse("n[0-3]")
-	rt2, err := b2.RunInstances(broker.Resources{Nodes: nodes, Policy: instance.EASY})
+	rt2, err := b2.RunInstances(broker.Resources{RunAsSelf: true, AllowRootJobs: true, Nodes: nodes, Policy: instance.EASY})
 	if err != nil {
 		t.Fatal(err)
 	}

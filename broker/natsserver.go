@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -13,6 +14,8 @@ import (
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+
+	"github.com/strata-hpc/strata/api"
 )
 
 // startEmbedded starts the in-process NATS server in operator mode with
@@ -41,6 +44,8 @@ func (b *Broker) startEmbedded() error {
 		NoSigs:                 true,
 		DisableJetStreamBanner: true,
 		MaxControlLine:         4096 * 2,
+		SyncAlways:             b.opts.Sync.Always,
+		SyncInterval:           b.opts.Sync.Interval, // 0: the server's default
 	}
 	s, err := server.NewServer(sopts)
 	if err != nil {
@@ -71,8 +76,9 @@ func (b *Broker) startEmbedded() error {
 // server, or to NatsURL): the store connection, with full permissions, for
 // JetStream and nothing else; and the serving connection, which takes
 // requests and answers them, with the narrow permissions of a serve grant
-// (see servePubDeny). With an external server and Creds, the broker does
-// not mint credentials, and both are one connection with the permissions
+// (see servePubDeny). On an external cluster the store connection uses
+// Creds when given, and the serving connection is minted from the signing
+// key; without a signing key, both are one connection with the permissions
 // of Creds.
 func (b *Broker) connect() error {
 	nc, err := b.dial(grant{name: brokerName, full: true}, storeInbox)
@@ -80,10 +86,10 @@ func (b *Broker) connect() error {
 		return err
 	}
 	b.nc = nc
-	if b.srv == nil && b.opts.Creds != "" {
+	if b.srv == nil && b.id == nil {
 		b.log.Warn("requests are served on the connection of Creds, with its permissions; "+
-			"without Creds, the broker mints itself a serving connection that cannot write its state from the account key",
-			"key", filepath.Join(b.opts.StateDir, keysDir, accountFile))
+			"with the signing key of 'strata nats init' in the state directory, the broker mints itself a serving connection that cannot write its state",
+			"keys", filepath.Join(b.opts.StateDir, keysDir))
 		b.snc = nc
 		return nil
 	}
@@ -120,6 +126,7 @@ func (b *Broker) dial(g grant, inbox string) (*nats.Conn, error) {
 				b.log.Warn("disconnected from NATS", "conn", g.name, "err", err)
 			}
 		}),
+		nats.ReconnectWait(250 * time.Millisecond),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			b.log.Info("reconnected to NATS", "conn", g.name, "server", nc.ConnectedUrlRedacted())
 		}),
@@ -132,7 +139,7 @@ func (b *Broker) dial(g grant, inbox string) (*nats.Conn, error) {
 			return nil, err
 		}
 		opts = append(opts, nats.InProcessServer(b.srv), credsOption(creds))
-	case b.opts.Creds != "":
+	case b.opts.Creds != "" && (g.full || b.id == nil):
 		url = b.opts.NatsURL
 		opts = append(opts, nats.UserCredentials(b.opts.Creds), nats.MaxReconnects(-1))
 	case b.id != nil:
@@ -143,14 +150,20 @@ func (b *Broker) dial(g grant, inbox string) (*nats.Conn, error) {
 		}
 		opts = append(opts, credsOption(creds), nats.MaxReconnects(-1))
 	default:
-		return nil, fmt.Errorf("broker: no credentials for %s: set Creds, or put the Strata account key in %s",
-			b.opts.NatsURL, filepath.Join(b.opts.StateDir, keysDir, accountFile))
+		return nil, fmt.Errorf("broker: no credentials for the NATS cluster at %s: give the broker.creds that 'strata nats init' wrote "+
+			"(--nats-creds), and copy the keys/ of its broker-state directory into %s so that the broker can issue users' credentials",
+			b.opts.NatsURL, b.opts.StateDir)
 	}
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		where := url
 		if where == "" {
 			where = "the embedded server"
+		}
+		if errors.Is(err, nats.ErrAuthorization) || strings.Contains(err.Error(), "Authorization Violation") {
+			return nil, fmt.Errorf("broker: the NATS servers at %s refused the broker's credentials: they do not trust the operator that issued them, "+
+				"or do not know the Strata account. Include the nats-auth.conf that the same 'strata nats init' wrote in every server's configuration "+
+				"and restart the servers, and start the broker with that init's broker.creds and broker-state keys (see docs/cluster.md): %w", where, err)
 		}
 		return nil, fmt.Errorf("broker: connect to NATS at %s: %w", where, err)
 	}
@@ -171,7 +184,12 @@ func (b *Broker) advertised() string {
 		return b.opts.Advertise
 	}
 	if b.srv == nil {
-		return firstNatsHost(b.opts.NatsURL)
+		if h := natsHosts(b.opts.NatsURL); h != "" {
+			if u, err := api.ParseURI(h); err == nil {
+				return u.Host
+			}
+		}
+		return b.opts.NatsURL
 	}
 	addr, ok := b.srv.Addr().(*net.TCPAddr)
 	if !ok {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/strata-hpc/strata/api"
+	"github.com/strata-hpc/strata/internal/when"
 )
 
 // Options configures a Broker. The zero value works: an embedded NATS
@@ -22,9 +23,10 @@ type Options struct {
 	// Ignored when NatsURL is set.
 	Listen string
 
-	// Advertise is the host:port put into instance URIs. Default: the
-	// address the embedded server listens on (the host name when it listens
-	// on every interface), or the first server of NatsURL.
+	// Advertise is the host:port put into instance URIs, or several,
+	// comma-separated (h1:4222,h2:4222: clients connect to any of them).
+	// Default: the address the embedded server listens on (the host name
+	// when it listens on every interface), or every server of NatsURL.
 	Advertise string
 
 	// StateDir holds the broker's durable state: signing keys (keys/), the
@@ -60,7 +62,11 @@ type Options struct {
 	Logger *slog.Logger
 
 	// StartTimeout bounds how long Start waits for the embedded server or
-	// the external connection. Default 10s.
+	// the external connection, and for the buckets and streams of the state
+	// to be created or moved to Replicas. Default 10s with the embedded
+	// server, DefaultExternalStartTimeout with NatsURL (a cluster elects
+	// stream leaders, and moving a bucket from 1 to 3 replicas has taken
+	// more than 10s).
 	StartTimeout time.Duration
 
 	// MaxInflight bounds the requests being handled at once, over all
@@ -88,6 +94,60 @@ type Options struct {
 	// Cancelling, waiting on and reading the output of another user's job
 	// stay refused either way. ParsePrivateData reads the flag's list.
 	PublicJobs bool
+
+	// Sync is when the embedded server syncs JetStream's writes to the
+	// disk. Every write reaches the kernel (the block file's page cache)
+	// before the server acknowledges it, and the broker acts only on
+	// acknowledged writes, so a crash of the broker's process (SIGKILL)
+	// loses nothing acknowledged; an OS crash or a power loss loses what
+	// was not yet synced: with the zero value, up to the server's default
+	// interval (two minutes) of acknowledged changes. SyncAlways syncs
+	// every write before its acknowledgement, at a cost in throughput
+	// (see BenchmarkSubmit/clients=16,sync=always). ParseSync reads the flag.
+	// Ignored with NatsURL: the cluster's own configuration decides.
+	Sync Sync
+
+	// LeaseDuration is how long the active broker's lease holds without
+	// a renewal: a standby takes over that long after it last saw the
+	// lease renewed. LeaseRenew is how often the holder renews it. The
+	// holder stops acting once LeaseDuration-LeaseRenew has passed since
+	// it sent its last successful renewal, so that it stops before any
+	// standby can take over (see lease.go). Defaults DefaultLeaseDuration
+	// and DefaultLeaseRenew; LeaseRenew must be at most half of
+	// LeaseDuration.
+	LeaseDuration, LeaseRenew time.Duration
+
+	// Standby makes RunInstances wait while another broker holds the
+	// lease, and take over (restore and serve) once it lapses, instead of
+	// refusing to start.
+	Standby bool
+}
+
+// Sync is when the embedded server syncs its writes to the disk.
+type Sync struct {
+	Always   bool          // before every acknowledgement
+	Interval time.Duration // else this often; 0: the server's default, 2 minutes
+}
+
+// ParseSync reads "strata broker start --sync": "always", or an interval
+// between syncs ("30s", "2m"; at least a second).
+func ParseSync(s string) (Sync, error) {
+	const how = "give always (sync every write before acknowledging it) or an interval such as 2m"
+	v := strings.ToLower(strings.TrimSpace(s))
+	switch v {
+	case "always":
+		return Sync{Always: true}, nil
+	case "":
+		return Sync{}, fmt.Errorf("sync: empty; %s", how)
+	}
+	d, err := when.ParseDuration(v)
+	if err != nil {
+		return Sync{}, fmt.Errorf("sync %q: %v; %s", s, err, how)
+	}
+	if d < time.Second {
+		return Sync{}, fmt.Errorf("sync %q: an interval under a second; %s", s, how)
+	}
+	return Sync{Interval: d}, nil
 }
 
 // ParsePrivateData reads a comma-separated list in the style of Slurm's
@@ -124,6 +184,13 @@ const (
 	DefaultListen      = "127.0.0.1:4222"
 	DefaultVersion     = "0.1.0-dev"
 	DefaultMaxInflight = 1024
+	// DefaultStartTimeout and DefaultExternalStartTimeout are the defaults
+	// of StartTimeout with the embedded server and with NatsURL.
+	DefaultStartTimeout         = 10 * time.Second
+	DefaultExternalStartTimeout = 60 * time.Second
+
+	DefaultLeaseDuration = 4 * time.Second
+	DefaultLeaseRenew    = time.Second
 )
 
 // AdminUser is the user that is always an administrator; its credentials
@@ -160,6 +227,13 @@ func (o Options) normalize() (Options, error) {
 	case o.Replicas > 1 && o.NatsURL == "":
 		return o, fmt.Errorf("broker: %d replicas need an external NATS cluster (NatsURL); the embedded server is a single node", o.Replicas)
 	}
+	if o.Advertise != "" {
+		u, err := api.ParseURI(o.Advertise)
+		if err != nil || strings.Contains(o.Advertise, "/") {
+			return o, fmt.Errorf("broker: advertise %q: give HOST:PORT, or several comma-separated (h1:4222,h2:4222)", o.Advertise)
+		}
+		o.Advertise = u.Host
+	}
 	if o.Creds != "" && o.NatsURL == "" {
 		return o, fmt.Errorf("broker: Creds is for an external NATS server; set NatsURL too")
 	}
@@ -177,8 +251,21 @@ func (o Options) normalize() (Options, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if o.StartTimeout <= 0 {
-		o.StartTimeout = 10 * time.Second
+	switch {
+	case o.StartTimeout > 0:
+	case o.NatsURL != "":
+		o.StartTimeout = DefaultExternalStartTimeout
+	default:
+		o.StartTimeout = DefaultStartTimeout
+	}
+	if o.LeaseDuration == 0 {
+		o.LeaseDuration = DefaultLeaseDuration
+	}
+	if o.LeaseRenew == 0 {
+		o.LeaseRenew = min(DefaultLeaseRenew, o.LeaseDuration/2)
+	}
+	if o.LeaseDuration < 0 || o.LeaseRenew <= 0 || 2*o.LeaseRenew > o.LeaseDuration {
+		return o, fmt.Errorf("broker: lease duration %s and renew interval %s: the renew interval must be positive and at most half the lease duration, e.g. 5s and 1s", o.LeaseDuration, o.LeaseRenew)
 	}
 	if o.MaxInflight <= 0 {
 		o.MaxInflight = DefaultMaxInflight
@@ -223,19 +310,24 @@ func defaultStateDir() (string, error) {
 	return filepath.Join(home, ".local", "state", "strata"), nil
 }
 
-// firstNatsHost returns host:port of the first server in a NatsURL list.
-func firstNatsHost(natsURL string) string {
-	first, _, _ := strings.Cut(natsURL, ",")
-	first = strings.TrimSpace(first)
-	if !strings.Contains(first, "://") {
-		first = "nats://" + first
+// natsHosts returns host:port of every server in a NatsURL list, joined by
+// commas, as a multi-server URI lists them; "" when one does not parse.
+func natsHosts(natsURL string) string {
+	var hosts []string
+	for _, item := range strings.Split(natsURL, ",") {
+		item = strings.TrimSpace(item)
+		if !strings.Contains(item, "://") {
+			item = "nats://" + item
+		}
+		u, err := url.Parse(item)
+		if err != nil || u.Host == "" {
+			return ""
+		}
+		h := u.Host
+		if u.Port() == "" {
+			h = net.JoinHostPort(u.Hostname(), strconv.Itoa(api.DefaultPort))
+		}
+		hosts = append(hosts, h)
 	}
-	u, err := url.Parse(first)
-	if err != nil || u.Host == "" {
-		return ""
-	}
-	if u.Port() == "" {
-		return net.JoinHostPort(u.Hostname(), strconv.Itoa(api.DefaultPort))
-	}
-	return u.Host
+	return strings.Join(hosts, ",")
 }

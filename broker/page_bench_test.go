@@ -75,7 +75,7 @@ func benchList(b *testing.B) (*broker.Broker, *broker.Runtime) {
 	}
 	b.Cleanup(br.Shutdown)
 	nodes, _ := hostlist.Parse("n[0-15]")
-	rt, err := br.RunInstances(broker.Resources{Nodes: nodes, Policy: instance.EASY, KillGrace: time.Second})
+	rt, err := br.RunInstances(broker.Resources{RunAsSelf: true, AllowRootJobs: true, Nodes: nodes, Policy: instance.EASY, KillGrace: time.Second})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func TestPrivateData(t *testing.T) {
 		t.Run(fmt.Sprintf("public=%v", public), func(t *testing.T) {
 			b := startBroker(t, "", func(o *broker.Options) { o.PublicJobs = public })
 			nodes, _ := hostlist.Parse("n[0-3]")
-			rt, err := b.RunInstances(broker.Resources{Nodes: nodes, QPUs: []timeline.Pool{{Name: "qpu0", Size: 2}},
+			rt, err := b.RunInstances(broker.Resources{RunAsSelf: true, AllowRootJobs: true, Nodes: nodes, QPUs: []timeline.Pool{{Name: "qpu0", Size: 2}},
 				Policy: instance.EASY, KillGrace: 500 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)

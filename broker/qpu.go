@@ -273,7 +273,7 @@ func (r *Runtime) qpuJobs(_ context.Context, q Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	out := api.QPUJobsReply{Jobs: []api.QPUJob{}}
 	for _, j := range r.in.QPU().Jobs(func(j *qpu.Job) bool {
@@ -298,7 +298,7 @@ func (r *Runtime) qpuShow(_ context.Context, q Request) (any, error) {
 	if err := q.Decode(&jr); err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	j, err := r.qpuVisible(q, jr.ID)
 	if err != nil {
@@ -326,7 +326,7 @@ func (r *Runtime) qpuResult(ctx context.Context, q Request) (any, error) {
 	if err := q.Decode(&rr); err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
+	r.lock()
 	j, err := r.qpuVisible(q, rr.ID)
 	if err != nil || j.State.Final() || !rr.Wait {
 		r.mu.Unlock()
@@ -351,7 +351,7 @@ func (r *Runtime) qpuResult(ctx context.Context, q Request) (any, error) {
 		case <-ctx.Done():
 		}
 	})
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	j, _ = r.in.QPU().Job(j.ID)
 	return apiQPUJob(j, true), nil
@@ -414,7 +414,7 @@ func futureSlots(rvs []instance.Resv) map[string]int {
 }
 
 func (r *Runtime) qpuStatus(_ context.Context, _ Request) (any, error) {
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	return api.QPUStatusReply{Backends: r.qpuBackends()}, nil
 }
@@ -424,7 +424,7 @@ func (r *Runtime) qpuSlots(_ context.Context, q Request) (any, error) {
 	if err := q.Decode(&sr); err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	for _, b := range r.qpuBackends() {
 		if b.Name == sr.Backend {
@@ -480,7 +480,7 @@ func apiSession(ss qpu.Session) api.QPUSession {
 		Opened: msTime(ss.Opened), Closed: msTime(ss.Closed), Reason: ss.Reason}
 }
 
-func (r *Runtime) qpuAcct(_ context.Context, q Request) (any, error) {
+func (r *Runtime) qpuAcct(ctx context.Context, q Request) (any, error) {
 	var ar api.QPUAcctRequest
 	if err := q.Decode(&ar); err != nil {
 		return nil, err
@@ -488,9 +488,16 @@ func (r *Runtime) qpuAcct(_ context.Context, q Request) (any, error) {
 	if !ar.From.IsZero() && !ar.To.IsZero() && !ar.To.After(ar.From) {
 		return nil, api.Errorf(api.CodeInvalidArgument, "--to %s is not after --from %s", ar.To.Format(time.RFC3339), ar.From.Format(time.RFC3339))
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return qpuAccounting(ar, time.Now(), q.User, q.Admin, r.in.QPU().Jobs(nil), r.in.SlotJobs(), r.in.Resvs()), nil
+	r.lock()
+	qjobs, jobs, rvs := r.in.QPU().Jobs(nil), r.in.SlotJobs(), r.in.Resvs()
+	r.mu.Unlock()
+	// Then what left for the archive (read second, so that nothing moving
+	// meanwhile is missed; what is in both counts once).
+	qjobs, rvs, err := r.withArchived(ctx, ar.From, qjobs, rvs)
+	if err != nil {
+		return nil, err
+	}
+	return qpuAccounting(ar, time.Now(), q.User, q.Admin, qjobs, jobs, rvs), nil
 }
 
 // qpuAccounting sums QPU use over [from, to): device seconds and jobs by
@@ -676,7 +683,7 @@ func (r *Runtime) execPull(name string, m micro.Request) {
 			}
 			p := &pull{exec: name, backend: pr.Backend, req: m}
 			p.timer = time.AfterFunc(wait, func() {
-				r.mu.Lock()
+				r.lock()
 				done := p.done
 				p.done = true
 				if !done {
@@ -736,8 +743,11 @@ func (r *Runtime) execResult(name string, m micro.Request) {
 // answerHandouts answers the pulls given jobs in batch b once b's records
 // are durable: an executor never runs a QPU job the store does not know
 // it has.
-func answerHandouts(ctx context.Context, b *batch) {
+func answerHandouts(ctx context.Context, l *lease, b *batch) {
 	err := b.wait(ctx)
+	if err == nil {
+		err = l.waitActive(ctx)
+	}
 	for _, h := range b.handouts {
 		if err != nil {
 			respondExec(h.p.req, nil, err)

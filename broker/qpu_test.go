@@ -29,7 +29,7 @@ func qpuRuntime(t *testing.T, dir string) (*broker.Broker, *broker.Runtime) {
 	t.Helper()
 	b := startBroker(t, dir)
 	nodes, _ := hostlist.Parse("n[0-3]")
-	rt, err := b.RunInstances(broker.Resources{Nodes: nodes, QPUs: []timeline.Pool{{Name: "qpu0", Size: 2}},
+	rt, err := b.RunInstances(broker.Resources{RunAsSelf: true, AllowRootJobs: true, Nodes: nodes, QPUs: []timeline.Pool{{Name: "qpu0", Size: 2}},
 		Policy: instance.EASY, KillGrace: time.Second, QPUHeartbeat: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

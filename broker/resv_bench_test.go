@@ -37,7 +37,7 @@ func datBench(b *testing.B) (admin, alice *client.Client) {
 	}
 	b.Cleanup(br.Shutdown)
 	names, _ := hostlist.Parse("n[0-15]")
-	rt, err := br.RunInstances(broker.Resources{Nodes: names, Policy: instance.EASY, KillGrace: time.Second})
+	rt, err := br.RunInstances(broker.Resources{RunAsSelf: true, AllowRootJobs: true, Nodes: names, Policy: instance.EASY, KillGrace: time.Second})
 	if err != nil {
 		b.Fatal(err)
 	}

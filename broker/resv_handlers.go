@@ -35,7 +35,7 @@ func (r *Runtime) maintResources(base HandlerFunc) HandlerFunc {
 		if err != nil || !ok {
 			return v, err
 		}
-		r.mu.Lock()
+		r.lock()
 		maint := map[string]bool{}
 		for _, rv := range r.in.Resvs() {
 			if rv.Maint && rv.State == resv.Active {
@@ -105,6 +105,9 @@ func (r *Runtime) resvCreate(ctx context.Context, q Request) (any, error) {
 			out := r.apiResv(instance.Resv{Spec: spec, Path: q.Path + "." + spec.Name, Parent: q.Path, NodeNames: inst.NodeNames(plan.Nodes)})
 			out.State, out.URI = "planned", ""
 			out.Killed = r.killed(plan.Kill)
+			if len(plan.Wait) > 0 {
+				out.WaitsFor, out.ExpectedStart = r.killed(plan.Wait), unix(plan.Effective)
+			}
 			return out, nil
 		}
 		o, err := r.in.Step(now, instance.AddResv{Who: actor(q), Path: inst.Path(), Spec: spec})
@@ -145,6 +148,9 @@ func (r *Runtime) apiResv(rv instance.Resv) api.Resv {
 		// its parent or, for maintenance, inside the DATs it overlaps).
 		out.Killed = r.killed(r.in.MarkedFor(rv.Name))
 	}
+	if at, ids := r.in.MaintWait(rv.Name); len(ids) > 0 {
+		out.WaitsFor, out.ExpectedStart = r.killed(ids), unix(at)
+	}
 	return out
 }
 
@@ -169,7 +175,7 @@ func (r *Runtime) resvList(_ context.Context, q Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	out := api.ResvsReply{Resvs: []api.Resv{}}
 	var at []resvCursor // of each reservation of the page
@@ -200,7 +206,7 @@ func (r *Runtime) resvShow(_ context.Context, q Request) (any, error) {
 	if err := q.Decode(&rq); err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	rv, ok := r.in.Resv(rq.Name)
 	if !ok {
@@ -329,7 +335,7 @@ func (r *Runtime) resvPlan(_ context.Context, q Request) (any, error) {
 		}
 		spec.NodeList = names
 	}
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	inst, err := r.instanceOf(q)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/strata-hpc/strata/api"
+	"github.com/strata-hpc/strata/broker/agent"
 	"github.com/strata-hpc/strata/broker/executor"
 	"github.com/strata-hpc/strata/broker/store"
 	"github.com/strata-hpc/strata/instance"
@@ -47,8 +49,12 @@ type Resources struct {
 	MaxWalltime     time.Duration   // 0: none
 	KillGrace       time.Duration   // SIGTERM to SIGKILL; default 10s
 	// Executor runs the jobs; default a local executor with its state
-	// under the broker's state directory.
+	// under the broker's state directory (the built-in agent of the
+	// embedded default: every node is this machine).
 	Executor executor.Executor
+	// Agents, when set, runs every job on the node agent of its first
+	// node ('strata agent', package agent) instead; Executor must be nil.
+	Agents *AgentConfig
 	// QPUConcurrency is how many QPU jobs each backend runs at once (its
 	// devices); default 1.
 	QPUConcurrency map[string]int
@@ -59,9 +65,28 @@ type Resources struct {
 	// KeepFinished is how long ended jobs stay live ('strata jobs -a',
 	// 'job show') before they move to the archive ('strata acct');
 	// default DefaultKeepFinished. KeepFinishedMax, when positive, also
-	// bounds how many ended jobs stay live: the oldest go first.
+	// bounds how many ended jobs stay live: the oldest go first. Ended
+	// reservations and QPU jobs follow the same two rules, each kind
+	// counted on its own.
 	KeepFinished    time.Duration
 	KeepFinishedMax int
+	// RunAsSelf runs every job as the broker's own Unix account, not as
+	// its user's: for single-user installs, demos and tests. By default
+	// a job runs as its owner's Unix account (their name, or the account
+	// recorded by 'strata user add NAME --unix ACCOUNT').
+	RunAsSelf bool
+	// AllowRootJobs lets jobs run as root (executor.LocalOptions.AllowRoot):
+	// a broker running as root needs it with RunAsSelf, and to run users
+	// mapped to a uid-0 account.
+	AllowRootJobs bool
+}
+
+// AgentConfig configures the node agents' side of the broker.
+type AgentConfig struct {
+	// Heartbeat is how often agents send heartbeats (default 1s);
+	// NodeTimeout how long one may be silent before its nodes are down
+	// (default 30s).
+	Heartbeat, NodeTimeout time.Duration
 }
 
 // Runtime hosts the scheduling core in the broker. Every input (a request,
@@ -77,11 +102,17 @@ type Resources struct {
 // waits until the records of its input, and the starts it caused, are
 // acknowledged by JetStream. Scheduling decisions are the core's alone.
 type Runtime struct {
-	b    *Broker
-	res  Resources
-	exec executor.Executor
+	b      *Broker
+	res    Resources
+	exec   executor.Executor
+	remote *agent.Remote // exec, when jobs run on node agents
 
 	mu       sync.Mutex
+	lockedAt time.Time // when mu was last taken (lock), for passAt/passDur
+	passes   uint64    // the core's pass count apply last saw
+	passAt   time.Time // when apply last saw a new scheduling pass
+	passDur  time.Duration
+	restored time.Duration // how long restore took at start
 	in       *instance.Instance
 	meta     map[instance.JobID]*jobMeta
 	keys     map[string]instance.JobID // user + "\x00" + idempotency key
@@ -92,11 +123,20 @@ type Runtime struct {
 	closed   bool
 
 	// What the current input changed and must start, taken by output.
-	newArrays  []instance.JobID // job arrays submitted, stored as one record each
-	dirtyJobs  []instance.JobID
-	isDirty    map[instance.JobID]bool
-	dirtyResvs []string
-	isDirtyRv  map[string]bool
+	newArrays   []instance.JobID // job arrays submitted, stored as one record each
+	dirtyJobs   []instance.JobID
+	isDirty     map[instance.JobID]bool
+	dirtyResvs  []string
+	isDirtyRv   map[string]bool
+	dirtyNodes  []string
+	isDirtyNode map[string]bool
+	// orphans are jobs the core ended as lost (their node went down)
+	// whose old processes the executor may still watch: closed and
+	// removed once it has let them go (see nodes.go).
+	orphans map[instance.JobID]chan struct{}
+	// orphanKill: the core's next SIGKILL of the job is for its old
+	// processes.
+	orphanKill map[instance.JobID]bool
 	starts     []*startTask
 	signals    []signalTask
 	// starting holds the jobs whose executor start is in flight.
@@ -128,6 +168,13 @@ type Runtime struct {
 	// storeErr is why the store refuses writes, while it does: changes
 	// are refused meanwhile (see committer).
 	storeErr atomic.Pointer[error]
+
+	// lease is this broker's hold on the cluster (lease.go); fences, the
+	// stream sequence of its fence record in each bucket and stream it
+	// writes (see fenced). Both are set before the restore and never
+	// change.
+	lease  *lease
+	fences map[string]uint64
 }
 
 // storeFailure records that the store refuses writes (err), or takes them
@@ -189,8 +236,14 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 	if res.KillGrace < 0 {
 		return nil, fmt.Errorf("broker: kill grace %s is negative", res.KillGrace)
 	}
-	if res.Executor == nil {
-		ex, err := executor.NewLocal(executor.LocalOptions{StateDir: b.opts.StateDir + "/executor"})
+	if res.RunAsSelf && !res.AllowRootJobs && os.Geteuid() == 0 {
+		return nil, fmt.Errorf("broker: running every job as the broker's own account (run as self) while the broker runs as root would run them as root: allow it explicitly (--allow-root-jobs), or run the broker as an ordinary user")
+	}
+	if res.Agents != nil && res.Executor != nil {
+		return nil, errors.New("broker: Resources.Agents and Resources.Executor exclude each other")
+	}
+	if res.Executor == nil && res.Agents == nil {
+		ex, err := executor.NewLocal(executor.LocalOptions{StateDir: b.opts.StateDir + "/executor", AllowRoot: res.AllowRootJobs, Logger: b.log})
 		if err != nil {
 			return nil, err
 		}
@@ -207,22 +260,46 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 	}
 	r := &Runtime{
 		b: b, res: res, exec: res.Executor, in: in,
-		meta:      map[instance.JobID]*jobMeta{},
-		keys:      map[string]instance.JobID{},
-		services:  map[string]*Service{},
-		waiters:   map[instance.JobID][]chan struct{}{},
-		isDirty:   map[instance.JobID]bool{},
-		isDirtyRv: map[string]bool{},
-		starting:  map[instance.JobID]*startTask{},
-		signalled: map[instance.JobID]bool{},
-		startSem:  make(chan struct{}, maxStarts),
-		done:      make(chan struct{}),
+		meta:        map[instance.JobID]*jobMeta{},
+		keys:        map[string]instance.JobID{},
+		services:    map[string]*Service{},
+		waiters:     map[instance.JobID][]chan struct{}{},
+		isDirty:     map[instance.JobID]bool{},
+		isDirtyRv:   map[string]bool{},
+		isDirtyNode: map[string]bool{},
+		orphans:     map[instance.JobID]chan struct{}{},
+		orphanKill:  map[instance.JobID]bool{},
+		starting:    map[instance.JobID]*startTask{},
+		signalled:   map[instance.JobID]bool{},
+		startSem:    make(chan struct{}, maxStarts),
+		done:        make(chan struct{}),
 	}
 	r.idle = sync.NewCond(&r.mu)
+	if res.Agents != nil {
+		rm, err := agent.NewRemote(agent.RemoteOptions{
+			Commands: b.nc, Serve: b.snc, Nodes: res.Nodes,
+			Heartbeat: res.Agents.Heartbeat, NodeTimeout: res.Agents.NodeTimeout,
+			Log: b.log, Running: r.runningOn,
+			NodesDown: func(nodes []string, reason string) {
+				if err := r.NodesDown(nodes, reason); err != nil {
+					b.log.Error("cannot mark nodes down", "nodes", nodes, "reason", reason, "err", err)
+				}
+			},
+			NodesUp: func(nodes []string) {
+				if err := r.NodesUp(nodes); err != nil {
+					b.log.Error("cannot mark nodes up", "nodes", nodes, "err", err)
+				}
+			},
+		})
+		if err != nil {
+			return nil, err
+		}
+		r.exec, r.res.Executor, r.remote = rm, rm, rm
+	}
 	r.startQPU()
 	ctx, cancel := context.WithTimeout(b.ctx, b.opts.StartTimeout)
 	defer cancel()
-	for _, bucket := range []string{JobsBucket, ResvsBucket, QPUBucket, MetaBucket, ArraysBucket} {
+	for _, bucket := range []string{JobsBucket, ResvsBucket, QPUBucket, MetaBucket, ArraysBucket, NodesBucket} {
 		if _, err := b.KeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, Description: "Strata " + bucket}); err != nil {
 			return nil, err
 		}
@@ -230,18 +307,76 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 	if err := r.openArchive(ctx); err != nil {
 		return nil, err
 	}
-	r.commits = newCommitter(r)
-	if err := r.restore(ctx); err != nil {
-		r.commits.stop()
+	// A standby checks it would serve what the active broker serves,
+	// then waits here, as long as the broker runs.
+	lctx := ctx
+	if b.opts.Standby {
+		if err := r.checkConfig(ctx); err != nil {
+			return nil, err
+		}
+		lctx = b.ctx
+	}
+	if r.lease, err = b.takeLease(lctx, b.URI(api.RootPath)); err != nil {
 		return nil, err
 	}
+	ctx, cancel = context.WithTimeout(b.ctx, b.opts.StartTimeout)
+	defer cancel()
+	if b.opts.Standby {
+		// The active broker may have been restarted with another
+		// configuration while this one waited.
+		if err := r.checkConfig(ctx); err != nil {
+			r.lease.release()
+			return nil, err
+		}
+	}
+	if err := r.writeFences(ctx); err != nil {
+		r.lease.release()
+		return nil, err
+	}
+	if err := r.writeConfig(ctx); err != nil {
+		r.lease.release()
+		return nil, err
+	}
+	r.lease.start()
+	go r.watchLease()
+	r.commits = newCommitter(r)
+	restoreStart := time.Now()
+	if err := r.restore(ctx); err != nil {
+		r.commits.stop()
+		r.lease.release()
+		return nil, err
+	}
+	r.restored = time.Since(restoreStart)
 	if err := r.serveExecutors(); err != nil {
 		r.commits.stop()
+		r.lease.release()
 		return nil, err
+	}
+	if r.remote != nil {
+		// Only now that the running jobs are restored and adopted: an
+		// agent that registered before would be told to kill them.
+		if err := r.remote.Listen(); err != nil {
+			r.commits.stop()
+			r.lease.release()
+			return nil, err
+		}
 	}
 	go r.reapExits()
 	go r.sweeper()
 	return r, nil
+}
+
+// runningOn reports whether job id (an executor ID) is running with node
+// as its first node: the node agents' jobs that are not are killed.
+func (r *Runtime) runningOn(id, node string) bool {
+	n, err := strconv.ParseInt(id, 10, 64)
+	if err != nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	j, ok := r.in.Job(instance.JobID(n))
+	return ok && j.State == instance.Running && len(j.Nodes) > 0 && j.Nodes[0] == node
 }
 
 func secs(d time.Duration) instance.Duration { return instance.Duration(d / time.Second) }
@@ -325,7 +460,7 @@ func (r *Runtime) restore(ctx context.Context) error {
 			"what_to_do", "check the disk under the state directory; restore it from a backup if the lost jobs matter")
 	}
 
-	r.mu.Lock()
+	r.lock()
 	locked := true
 	defer func() {
 		if locked {
@@ -335,6 +470,9 @@ func (r *Runtime) restore(ctx context.Context) error {
 	now := r.now()
 	r.in.SkipIDs(instance.JobID(r.savedIDs.Job))
 	r.in.SkipQPUIDs(qpu.JobID(r.savedIDs.QPUJob))
+	if err := r.restoreNodes(ctx); err != nil {
+		return err
+	}
 	lost, err := r.in.Restore(now, resvs, jobs)
 	if err != nil {
 		return fmt.Errorf("broker: restore: %w", err)
@@ -393,6 +531,9 @@ func (r *Runtime) loadAll(ctx context.Context, bucket string, fn func(key string
 		if e == nil {
 			return nil
 		}
+		if e.Key() == store.FenceKey {
+			continue // not state: see writeFences
+		}
 		if err := fn(e.Key(), e.Value()); err != nil {
 			return fmt.Errorf("broker: cannot restore the state: %w", err)
 		}
@@ -403,7 +544,7 @@ func (r *Runtime) loadAll(ctx context.Context, bucket string, fn func(key string
 // Close stops the timer and the services; running jobs keep running and
 // are adopted by the next runtime on the same state.
 func (r *Runtime) Close() error {
-	r.mu.Lock()
+	r.lock()
 	if r.closed {
 		r.mu.Unlock()
 		return nil
@@ -411,7 +552,7 @@ func (r *Runtime) Close() error {
 	r.closed = true
 	r.mu.Unlock()
 	r.stopArchive()
-	r.mu.Lock()
+	r.lock()
 	if r.timer != nil {
 		r.timer.Stop()
 	}
@@ -436,12 +577,13 @@ func (r *Runtime) Close() error {
 	<-r.done
 	r.waitIdle()
 	r.commits.stop()
+	r.lease.release()
 	return err
 }
 
 // waitIdle waits until no start or exit is being carried out.
 func (r *Runtime) waitIdle() {
-	r.mu.Lock()
+	r.lock()
 	for r.busy > 0 {
 		r.idle.Wait()
 	}
@@ -462,6 +604,7 @@ func (r *Runtime) release(n int) {
 // child instances are carried out at once; executor starts are prepared
 // for finish, which runs them after the lock is released.
 func (r *Runtime) apply() {
+	defer r.notePass()
 	for {
 		rd := r.in.Ready()
 		if rd.Empty() {
@@ -475,6 +618,9 @@ func (r *Runtime) apply() {
 				r.isDirtyRv[name] = true
 				r.dirtyResvs = append(r.dirtyResvs, name)
 			}
+		}
+		for _, name := range rd.Nodes {
+			r.markNode(name)
 		}
 		for _, e := range rd.Effects {
 			r.effect(e)
@@ -517,6 +663,9 @@ type output struct {
 type signalTask struct {
 	job instance.JobID
 	sig syscall.Signal
+	// orphan: for the old processes of a job its node's loss ended,
+	// not for a start of it in flight (see orphan).
+	orphan bool
 }
 
 // output takes what the current input changed and must start. The records
@@ -534,7 +683,7 @@ func (r *Runtime) output() output {
 		r.savedIDs = ids
 		r.idsDirty = true
 	}
-	if len(r.dirtyJobs) > 0 || len(r.dirtyResvs) > 0 || len(r.qp.recs) > 0 || len(r.qp.handouts) > 0 || r.idsDirty {
+	if len(r.dirtyJobs) > 0 || len(r.dirtyResvs) > 0 || len(r.dirtyNodes) > 0 || len(r.qp.recs) > 0 || len(r.qp.handouts) > 0 || r.idsDirty {
 		b := &batch{recs: make([]record, 0, len(r.dirtyJobs)+len(r.dirtyResvs)+len(r.qp.recs)), durable: make(chan struct{})}
 		inArray := r.arrayRecords(b)
 		for _, id := range r.dirtyJobs {
@@ -553,6 +702,11 @@ func (r *Runtime) output() output {
 				b.recs = append(b.recs, record{bucket: ResvsBucket, key: name, v: store.FromResv(rv)})
 			}
 		}
+		for _, name := range r.dirtyNodes {
+			if s, ok := r.in.NodeState(name); ok {
+				b.recs = append(b.recs, record{bucket: NodesBucket, key: name, v: store.FromNode(s)})
+			}
+		}
 		b.recs = append(b.recs, r.qp.recs...)
 		if r.idsDirty {
 			b.recs = append(b.recs, record{bucket: MetaBucket, key: store.IDsKey, v: r.savedIDs})
@@ -562,7 +716,8 @@ func (r *Runtime) output() output {
 		r.qp.recs, r.qp.handouts = nil, nil
 		clear(r.isDirty)
 		clear(r.isDirtyRv)
-		r.dirtyJobs, r.dirtyResvs = r.dirtyJobs[:0], r.dirtyResvs[:0]
+		clear(r.isDirtyNode)
+		r.dirtyJobs, r.dirtyResvs, r.dirtyNodes = r.dirtyJobs[:0], r.dirtyResvs[:0], r.dirtyNodes[:0]
 		r.commits.add(b) // under r.mu: in the order of the inputs
 		out.batch = b
 	}
@@ -601,8 +756,13 @@ func (r *Runtime) finish(ctx context.Context, out output) error {
 // carryOut waits until out's records are durable, then carries out its
 // effects.
 func (r *Runtime) carryOut(out output) error {
-	if err := out.batch.wait(r.b.ctx); err != nil {
-		r.mu.Lock()
+	err := out.batch.wait(r.b.ctx)
+	if err == nil && (len(out.starts) > 0 || len(out.signals) > 0 || len(out.aborts) > 0) {
+		// Act only while sure to hold the lease (lease.go).
+		err = r.lease.waitActive(r.b.ctx)
+	}
+	if err != nil {
+		r.lock()
 		for _, t := range out.starts {
 			if r.starting[t.job] == t {
 				delete(r.starting, t.job)
@@ -613,9 +773,9 @@ func (r *Runtime) carryOut(out output) error {
 		return err
 	}
 	if len(out.signals) > 0 {
-		r.mu.Lock()
+		r.lock()
 		for _, sg := range out.signals {
-			if t := r.starting[sg.job]; t != nil {
+			if t := r.starting[sg.job]; t != nil && !sg.orphan {
 				t.signals = append(t.signals, sg.sig) // sent once it has started
 				continue
 			}
@@ -633,7 +793,12 @@ func (r *Runtime) effect(e instance.Effect) {
 	case instance.StartJob:
 		r.startJob(e)
 	case instance.SignalJob:
-		r.signals = append(r.signals, signalTask{job: e.Job, sig: e.Signal}) // once durable
+		st := signalTask{job: e.Job, sig: e.Signal}
+		if r.orphanKill[e.Job] {
+			delete(r.orphanKill, e.Job)
+			st.orphan = true
+		}
+		r.signals = append(r.signals, st) // once durable
 	case instance.StartChild:
 		if _, err := r.serve(e.ChildPath); err != nil {
 			r.b.log.Error("cannot serve child instance", "path", e.ChildPath, "err", err)
@@ -649,7 +814,7 @@ func (r *Runtime) effect(e instance.Effect) {
 func (r *Runtime) signalOnTime(id instance.JobID, sig syscall.Signal) {
 	if d := r.walltimeLag(id, sig); d > 0 {
 		time.AfterFunc(d, func() {
-			r.mu.Lock()
+			r.lock()
 			defer r.mu.Unlock()
 			if r.signal(id, sig) {
 				r.signalled[id] = true
@@ -742,9 +907,14 @@ func (r *Runtime) startJob(e instance.Effect) {
 		base = append(base, envArrayJob+"="+strconv.FormatInt(int64(a.Job), 10),
 			envArrayTask+"="+strconv.Itoa(a.Task), envArrayCount+"="+strconv.Itoa(a.Count))
 	}
+	account := ""
+	if !r.res.RunAsSelf {
+		account = r.b.unixAccount(j.Spec.User)
+	}
 	t := &startTask{job: e.Job, spec: executor.Spec{
-		ID: id, Argv: m.Command, Dir: m.Cwd,
+		ID: id, Argv: m.Command, Dir: m.Cwd, User: account,
 		Env:    executor.JobEnv(base, r.b.URI(uriPath), id, hostlist.Format(e.Nodes), len(e.Nodes)),
+		Nodes:  e.Nodes,
 		Stdout: executor.ExpandPath(m.Stdout, m.Cwd, vars),
 		Stderr: executor.ExpandPath(m.Stderr, m.Cwd, vars),
 	}}
@@ -768,7 +938,7 @@ func (r *Runtime) runStarts(ts []*startTask) error {
 	run := func(t *startTask) {
 		defer wg.Done()
 		err := r.carryOut(r.start(t))
-		r.mu.Lock()
+		r.lock()
 		r.release(1) // carried out and recorded
 		r.mu.Unlock()
 		if err != nil {
@@ -792,10 +962,11 @@ func (r *Runtime) runStarts(ts []*startTask) error {
 // record of the processes, or the failure to start, which ends the job.
 // The task stays busy until the caller has persisted the output.
 func (r *Runtime) start(t *startTask) output {
+	r.awaitOrphan(t.job)
 	r.startSem <- struct{}{}
 	rec, err := r.exec.Start(t.spec)
 	<-r.startSem
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	if r.starting[t.job] == t {
 		delete(r.starting, t.job)
@@ -854,8 +1025,28 @@ func (r *Runtime) arm() {
 	}
 }
 
-func (r *Runtime) tick() {
+// lock takes r.mu and notes when, so that notePass can say how long the
+// input that ran a scheduling pass held it.
+func (r *Runtime) lock() {
 	r.mu.Lock()
+	r.lockedAt = time.Now()
+}
+
+// notePass records, when the core ran a scheduling pass since the last
+// apply, when, and how long the input that ran it has held the lock: the
+// pass, the input's own work and carrying out the effects. The core keeps
+// no wall clock, so this is the closest the broker can measure. Called
+// with r.mu held.
+func (r *Runtime) notePass() {
+	if p := r.in.Passes(); p != r.passes {
+		r.passes = p
+		r.passAt = time.Now()
+		r.passDur = r.passAt.Sub(r.lockedAt)
+	}
+}
+
+func (r *Runtime) tick() {
+	r.lock()
 	if r.closed {
 		r.mu.Unlock()
 		return
@@ -893,9 +1084,10 @@ func (r *Runtime) reapExits() {
 				break more
 			}
 		}
-		r.mu.Lock()
+		r.lock()
 		now := r.now()
 		ids := make([]string, 0, len(xs))
+		var orphans []instance.JobID
 		for _, x := range xs {
 			n, err := strconv.ParseInt(x.ID, 10, 64)
 			if err != nil {
@@ -903,6 +1095,14 @@ func (r *Runtime) reapExits() {
 				continue
 			}
 			id := instance.JobID(n)
+			if r.orphans[id] != nil {
+				// The old processes of a job its node's loss ended:
+				// not the job's exit any more (see orphan).
+				delete(r.signalled, id)
+				orphans = append(orphans, id)
+				ids = append(ids, x.ID)
+				continue
+			}
 			early := !r.signalled[id] && x.Signal == "" && !x.Lost
 			delete(r.signalled, id)
 			_, err = r.in.Step(now, instance.Exited{Job: id, Exit: instance.Exit{Code: x.ExitCode, Signal: x.Signal, Lost: x.Lost, Err: x.Err, BeforeWalltime: early}})
@@ -913,6 +1113,7 @@ func (r *Runtime) reapExits() {
 			}
 			if m := r.meta[id]; m != nil {
 				m.Exec = nil
+				m.CPU, m.MaxRSS = x.CPU.Microseconds(), x.MaxRSS
 			}
 			ids = append(ids, x.ID)
 		}
@@ -922,7 +1123,7 @@ func (r *Runtime) reapExits() {
 		r.mu.Unlock()
 		go func() {
 			defer func() {
-				r.mu.Lock()
+				r.lock()
 				r.release(1)
 				r.mu.Unlock()
 			}()
@@ -932,6 +1133,13 @@ func (r *Runtime) reapExits() {
 				for _, id := range ids {
 					r.exec.Release(id)
 				}
+			}
+			if len(orphans) > 0 {
+				r.mu.Lock()
+				for _, id := range orphans {
+					r.orphanGone(id)
+				}
+				r.mu.Unlock()
 			}
 			if err := r.carryOut(out); err != nil {
 				r.b.log.Error("persisting an exit failed", "jobs", ids, "err", err)
@@ -964,7 +1172,7 @@ func (r *Runtime) unserve(path string) {
 // decided, and waits (without the lock) until the changes are durable and
 // the jobs it started have started.
 func (r *Runtime) do(ctx context.Context, f func(now instance.Time) (any, error)) (any, error) {
-	r.mu.Lock()
+	r.lock()
 	if r.closed {
 		r.mu.Unlock()
 		return nil, api.Errorf(api.CodeUnavailable, "the broker is shutting down")
@@ -972,6 +1180,13 @@ func (r *Runtime) do(ctx context.Context, f func(now instance.Time) (any, error)
 	if err := r.storeErr.Load(); err != nil {
 		r.mu.Unlock()
 		return nil, api.Errorf(api.CodeUnavailable, "the broker cannot save changes: its store refuses writes (%v); nothing was changed, and the broker retries by itself: try again shortly", *err)
+	}
+	if !r.lease.active() {
+		r.mu.Unlock()
+		if err := r.lease.deposedErr(); err != nil {
+			return nil, api.Errorf(api.CodeUnavailable, "this broker is no longer the active one (%v); nothing was changed: try again, the active broker answers", err)
+		}
+		return nil, errNotActive
 	}
 	v, err := f(r.now())
 	r.apply()
@@ -1049,6 +1264,7 @@ func (r *Runtime) apiJob(j instance.Job) api.Job {
 	if m := r.meta[j.ID]; m != nil {
 		out.Command, out.Cwd = m.Command, m.Cwd
 		out.NTasks, out.Nice = m.NTasks, m.Nice
+		out.CPUTime, out.MaxRSS = float64(m.CPU)/1e6, m.MaxRSS
 	}
 	out.Singleton = j.Spec.Singleton
 	if a := j.Spec.Array; a.Job != 0 {

@@ -36,7 +36,13 @@ import (
 // connected as user alice, each on a connection of its own.
 func benchRuntime(b *testing.B, nodes string, clients int, ex executor.Executor) (*broker.Broker, []*client.Client) {
 	b.Helper()
-	br, err := broker.New(broker.Options{Listen: "127.0.0.1:0", StateDir: b.TempDir(), Logger: testLogger()})
+	return benchRuntimeSync(b, nodes, clients, ex, broker.Sync{})
+}
+
+// benchRuntimeSync is benchRuntime with the embedded server's sync setting.
+func benchRuntimeSync(b *testing.B, nodes string, clients int, ex executor.Executor, sync broker.Sync) (*broker.Broker, []*client.Client) {
+	b.Helper()
+	br, err := broker.New(broker.Options{Listen: "127.0.0.1:0", StateDir: b.TempDir(), Logger: testLogger(), Sync: sync})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -48,7 +54,7 @@ func benchRuntime(b *testing.B, nodes string, clients int, ex executor.Executor)
 	if err != nil {
 		b.Fatal(err)
 	}
-	rt, err := br.RunInstances(broker.Resources{Nodes: names, Policy: instance.EASY, KillGrace: time.Second, Executor: ex})
+	rt, err := br.RunInstances(broker.Resources{RunAsSelf: true, AllowRootJobs: true, Nodes: names, Policy: instance.EASY, KillGrace: time.Second, Executor: ex})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -98,10 +104,22 @@ func fanOut(cs []*client.Client, n int, op func(c *client.Client, i int) error) 
 // BenchmarkSubmit measures accepted submissions: each reply comes after
 // JetStream acknowledged the job's record. The jobs are held, so none
 // starts and only submission is measured. Target: 20,000 jobs/s.
+//
+// clients=16,sync=always is the cost of 'broker start --sync always': the
+// embedded server syncs every write to the disk before acknowledging it.
 func BenchmarkSubmit(b *testing.B) {
-	for _, clients := range []int{1, 16} {
-		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
-			br, cs := benchRuntime(b, "node[0-15]", clients, nil)
+	for _, tc := range []struct {
+		clients int
+		sync    broker.Sync
+		name    string
+	}{
+		{1, broker.Sync{}, "clients=1"},
+		{16, broker.Sync{}, "clients=16"},
+		{16, broker.Sync{Always: true}, "clients=16,sync=always"},
+	} {
+		clients := tc.clients
+		b.Run(tc.name, func(b *testing.B) {
+			br, cs := benchRuntimeSync(b, "node[0-15]", clients, nil, tc.sync)
 			req := api.SubmitRequest{Nodes: 1, Walltime: 60, Hold: true, Command: []string{"true"}, Cwd: b.TempDir()}
 			ctx := context.Background()
 			b.ReportAllocs()
@@ -149,6 +167,11 @@ func BenchmarkRunTrue(b *testing.B) {
 	b.Run("exec=local", func(b *testing.B) { benchRunTrue(b, nil, "") })
 	b.Run("exec=local/out=devnull", func(b *testing.B) { benchRunTrue(b, nil, os.DevNull) })
 	b.Run("exec=instant", func(b *testing.B) { benchRunTrue(b, newInstantExec(), "") })
+	// Through node agents on loopback (the multi-host shape,
+	// --no-local-agent): one agent serving all 16 nodes, or four agents
+	// serving four each, all in this process but speaking NATS over TCP.
+	b.Run("exec=agents/n=1", func(b *testing.B) { benchRunTrueOn(b, benchAgents(b, 1), "") })
+	b.Run("exec=agents/n=4", func(b *testing.B) { benchRunTrueOn(b, benchAgents(b, 4), "") })
 }
 
 // benchRunTrue runs the benchmark with executor ex (nil: the local one).
@@ -157,8 +180,19 @@ func BenchmarkRunTrue(b *testing.B) {
 // costs from 50 µs to 1.8 ms of CPU on the reference VM's disk, depending on
 // the minute, which out=/dev/null leaves out of the figure.
 func benchRunTrue(b *testing.B, ex executor.Executor, out string) {
-	const clients = 16
-	br, cs := benchRuntime(b, "node[0-15]", clients, ex)
+	br, cs := benchRuntime(b, "node[0-15]", 16, ex)
+	benchRunTrueOn(b, benchSetup{br, cs}, out)
+}
+
+// benchSetup is a broker and its benchmark's clients.
+type benchSetup struct {
+	br *broker.Broker
+	cs []*client.Client
+}
+
+// benchRunTrueOn is benchRunTrue on a broker set up already.
+func benchRunTrueOn(b *testing.B, s benchSetup, out string) {
+	br, cs := s.br, s.cs
 	req := api.SubmitRequest{Nodes: 1, Walltime: 60, Command: []string{"true"}, Cwd: b.TempDir(), Stdout: out, Stderr: out}
 	ctx := context.Background()
 	// Warm up: the first job starts the executor's keeper.

@@ -88,7 +88,7 @@ func gateRuntime(t *testing.T, g *gateExec) (*broker.Broker, *broker.Runtime) {
 	t.Helper()
 	b := startBroker(t, "")
 	nodes, _ := hostlist.Parse("n[0-3]")
-	rt, err := b.RunInstances(broker.Resources{Nodes: nodes, Policy: instance.EASY, KillGrace: time.Minute, Executor: g})
+	rt, err := b.RunInstances(broker.Resources{RunAsSelf: true, AllowRootJobs: true, Nodes: nodes, Policy: instance.EASY, KillGrace: time.Minute, Executor: g})
 	if err != nil {
 		t.Fatal(err)
 	}

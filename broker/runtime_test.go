@@ -23,7 +23,7 @@ func runtime(t *testing.T, dir string) (*broker.Broker, *broker.Runtime) {
 	t.Helper()
 	b := startBroker(t, dir)
 	nodes, _ := hostlist.Parse("n[0-3]")
-	rt, err := b.RunInstances(broker.Resources{Nodes: nodes, QPUs: []timeline.Pool{{Name: "qpu0", Size: 2}},
+	rt, err := b.RunInstances(broker.Resources{RunAsSelf: true, AllowRootJobs: true, Nodes: nodes, QPUs: []timeline.Pool{{Name: "qpu0", Size: 2}},
 		Policy: instance.EASY, KillGrace: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -296,7 +296,7 @@ func TestSubmitIdempotent(t *testing.T) {
 func TestWaitersDoNotBlockTheBroker(t *testing.T) {
 	b := startBroker(t, "", func(o *broker.Options) { o.MaxInflight = 2 })
 	nodes, _ := hostlist.Parse("n[0-1]")
-	rt, err := b.RunInstances(broker.Resources{Nodes: nodes, Policy: instance.EASY, KillGrace: time.Second})
+	rt, err := b.RunInstances(broker.Resources{RunAsSelf: true, AllowRootJobs: true, Nodes: nodes, Policy: instance.EASY, KillGrace: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -255,7 +255,7 @@ func TestSecurityUnboundedValues(t *testing.T) {
 func TestSecurityAdminLimits(t *testing.T) {
 	b := startBroker(t, "", func(o *broker.Options) { o.Limits = api.Limits{MaxWalltime: time.Hour, MaxEnvBytes: 64} })
 	nodes, _ := hostlist.Parse("n[0-1]")
-	rt, err := b.RunInstances(broker.Resources{Nodes: nodes, Policy: instance.EASY})
+	rt, err := b.RunInstances(broker.Resources{RunAsSelf: true, AllowRootJobs: true, Nodes: nodes, Policy: instance.EASY})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -511,7 +511,7 @@ func TestSecurityOneUserCannotStallOthers(t *testing.T) {
 	dir := t.TempDir()
 	b := startBroker(t, dir, func(o *broker.Options) { o.MaxActivePerUser, o.MaxRequestsPerUser = 16, 256 })
 	nodes, _ := hostlist.Parse("n[0-1]")
-	rt, err := b.RunInstances(broker.Resources{Nodes: nodes, Policy: instance.EASY})
+	rt, err := b.RunInstances(broker.Resources{RunAsSelf: true, AllowRootJobs: true, Nodes: nodes, Policy: instance.EASY})
 	if err != nil {
 		t.Fatal(err)
 	}

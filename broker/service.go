@@ -365,11 +365,37 @@ func (s *Service) dispatch(op string, r micro.Request) {
 	s.spawn(func() {
 		defer func() { <-b.sem; b.releaseUser(user); b.inflight.Done() }()
 		start := time.Now()
-		v, err, panicked := s.call(req)
-		if err != nil {
-			err = b.publicError(req, err, panicked)
+		var (
+			err      error
+			panicked bool
+		)
+		if rk := replayKey(user, path, op, nats.Header(r.Headers())); rk != "" {
+			p, first := b.replays.begin(rk, start)
+			if first {
+				var v any
+				v, err, panicked = s.call(req)
+				if err != nil {
+					err = b.publicError(req, err, panicked)
+				}
+				msg := b.replyMsg(reply, v, err)
+				b.replays.finish(rk, p, msg, keepReply(err))
+				b.publish(msg)
+			} else {
+				var msg *nats.Msg
+				if msg, err = waitReplay(b.ctx, p); err != nil {
+					b.respond(reply, nil, err)
+				} else {
+					b.publish(&nats.Msg{Subject: reply, Data: msg.Data, Header: msg.Header})
+				}
+			}
+		} else {
+			var v any
+			v, err, panicked = s.call(req)
+			if err != nil {
+				err = b.publicError(req, err, panicked)
+			}
+			b.respond(reply, v, err)
 		}
-		b.respond(reply, v, err)
 		s.count(op, func(st *opStats) {
 			st.InFlight--
 			st.Handled++
@@ -468,7 +494,10 @@ func (b *Broker) publicError(req Request, err error, panicked bool) error {
 }
 
 // respond publishes the reply envelope for v or err on reply.
-func (b *Broker) respond(reply string, v any, err error) {
+func (b *Broker) respond(reply string, v any, err error) { b.publish(b.replyMsg(reply, v, err)) }
+
+// replyMsg returns the reply envelope for v or err, to be sent on reply.
+func (b *Broker) replyMsg(reply string, v any, err error) *nats.Msg {
 	msg := &nats.Msg{Subject: reply}
 	if err == nil {
 		data, mErr := api.EncodeReply(v)
@@ -486,8 +515,13 @@ func (b *Broker) respond(reply string, v any, err error) {
 		msg.Header.Set(api.HeaderError, headerSafe(err.Error()))
 		msg.Header.Set(api.HeaderErrorCode, string(api.CodeOf(err)))
 	}
+	return msg
+}
+
+// publish sends a reply.
+func (b *Broker) publish(msg *nats.Msg) {
 	if pErr := b.snc.PublishMsg(msg); pErr != nil {
-		b.log.Warn("cannot send reply", "reply", reply, "err", pErr)
+		b.log.Warn("cannot send reply", "reply", msg.Subject, "err", pErr)
 	}
 }
 

@@ -2,9 +2,12 @@ package client
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -105,6 +108,10 @@ func Dial(uri string, opts ...Option) (*Client, error) {
 		nats.CustomInboxPrefix(api.RoleUser.InboxPrefix(cr.user)),
 		nats.Timeout(o.connectTimeout),
 		nats.ErrorHandler(c.asyncError),
+		// A lost server is replaced by another of the URI's at once: the
+		// calls' retries bound how long that may take.
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(reconnectWait),
 	}, o.natsOpts...)
 	nc, err := nats.Connect(u.NATSURL(), nopts...)
 	if err != nil {
@@ -259,6 +266,33 @@ func (c *Client) Whoami(ctx context.Context) (api.WhoamiReply, error) {
 	return w, err
 }
 
+// Retries. A call whose request got no answer (api.Retryable: the server
+// or the broker is unreachable, starting or failing over, or the reply did
+// not come in time) is sent again, after a jittered exponential backoff,
+// until it is answered or its deadline passes. Changes (api.IsChange) carry
+// one idempotency key (api.HeaderRequestKey) over every attempt, so the
+// broker makes a change once however often it is sent; reads are simply
+// asked again. An answer, error or not, is never retried.
+const (
+	// retryMin and retryMax bound the wait between attempts.
+	retryMin = 100 * time.Millisecond
+	retryMax = 5 * time.Second
+	// attemptTimeout bounds one attempt of a call that does not wait by
+	// design (wait, qpu-result, output may), so that a request lost with
+	// its server is sent again while the call's deadline allows.
+	attemptTimeout = 10 * time.Second
+	// reconnectWait is the pause between reconnection attempts to the
+	// same server (nats.go's default is 2s).
+	reconnectWait = 250 * time.Millisecond
+	// noInstanceGrace is how long "no responders" on an instance other than
+	// the root is retried (a broker taking over serves its instances within
+	// it) before the call says the instance does not exist.
+	noInstanceGrace = 5 * time.Second
+)
+
+// blockingOps may wait for as long as their caller's deadline by design.
+var blockingOps = map[string]bool{api.OpWait: true, api.OpQPUResult: true, api.OpOutput: true}
+
 func (c *Client) call(ctx context.Context, subject, op string, req, resp any) error {
 	var data []byte
 	if req != nil {
@@ -276,16 +310,67 @@ func (c *Client) call(ctx context.Context, subject, op string, req, resp any) er
 	defer cancel(nil)
 	defer c.conn.watch(subject, cancel)()
 
+	msg := &nats.Msg{Subject: subject, Data: data}
+	if api.IsChange(op) {
+		msg.Header = nats.Header{}
+		msg.Header.Set(api.HeaderRequestKey, newRequestKey())
+	}
 	start := time.Now()
-	msg, err := c.conn.nc.RequestMsgWithContext(ctx, &nats.Msg{Subject: subject, Data: data})
+	wait := retryMin
+	for attempt := 1; ; attempt++ {
+		err := c.attempt(ctx, msg, op, resp)
+		if err == nil {
+			return nil
+		}
+		var ae *api.Error
+		if !errors.As(err, &ae) || !api.Retryable(ae.Code) && !(ae.Code == api.CodeNotFound && errors.Is(err, nats.ErrNoResponders) && time.Since(start) < noInstanceGrace) {
+			return err
+		}
+		if context.Cause(ctx) != nil && !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+			return err // cancelled, or refused by the server (asyncError)
+		}
+		sleep := wait/2 + time.Duration(rand.Int64N(int64(wait/2)+1))
+		if deadline, _ := ctx.Deadline(); time.Until(deadline) < sleep {
+			if attempt > 1 {
+				return api.Errorf(ae.Code, "%s (%d attempts over %v)", ae.Message, attempt, time.Since(start).Round(time.Millisecond))
+			}
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(sleep):
+		}
+		wait = min(2*wait, retryMax)
+	}
+}
+
+// attempt sends msg once and decodes the reply into resp.
+func (c *Client) attempt(ctx context.Context, msg *nats.Msg, op string, resp any) error {
+	actx := ctx
+	if !blockingOps[op] {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeout(ctx, attemptTimeout)
+		defer cancel()
+	}
+	start := time.Now()
+	m := *msg
+	reply, err := c.conn.nc.RequestMsgWithContext(actx, &m)
 	if err != nil {
 		return c.requestError(ctx, op, err, time.Since(start))
 	}
-	if len(msg.Data) == 0 && msg.Header.Get(api.HeaderErrorCode) != "" {
+	if len(reply.Data) == 0 && reply.Header.Get(api.HeaderErrorCode) != "" {
 		// A micro error reply without a body (not from a Strata broker).
-		return &api.Error{Code: api.Code(msg.Header.Get(api.HeaderErrorCode)), Message: msg.Header.Get(api.HeaderError)}
+		return &api.Error{Code: api.Code(reply.Header.Get(api.HeaderErrorCode)), Message: reply.Header.Get(api.HeaderError)}
 	}
-	return api.DecodeReply(msg.Data, resp)
+	return api.DecodeReply(reply.Data, resp)
+}
+
+// newRequestKey returns a random idempotency key: 32 hexadecimal digits.
+func newRequestKey() string {
+	var b [16]byte
+	crand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 func (c *Client) requestError(ctx context.Context, op string, err error, waited time.Duration) error {

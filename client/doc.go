@@ -29,5 +29,19 @@
 // permission_denied (at once, not after a timeout), no reply in time
 // deadline_exceeded. errors.Is(err, api.ErrNotFound) and the like work.
 //
+// # Clusters and retries
+//
+// A URI may list several servers of one NATS cluster
+// (strata://h1:4222,h2:4222/root); Dial connects to any of them, and a lost
+// server is replaced by another at once. A call that gets no answer
+// (unavailable, deadline_exceeded: the server was lost, a JetStream leader
+// election or a broker taking over held the broker up) is sent again after
+// a jittered exponential backoff, 100ms growing to 5s, until its context's
+// deadline (WithTimeout, default 30s). Changes (api.IsChange) send every
+// attempt with one idempotency key (api.HeaderRequestKey), so the broker
+// makes a change once and answers every attempt alike. An answer, error
+// or not, is never retried; "no responders" for an instance other than the
+// root is retried for 5s, then reported as not_found.
+//
 // A Client is safe for concurrent use.
 package client

@@ -7,7 +7,8 @@
 // Every input is a value of the closed set Input (Submit, Cancel,
 // UpdateJob, Exited, Tick, AddResv, RemoveResv, ..., and the QPU inputs:
 // QPUSubmit, QPUCancel, QPURevoke, QPUMaint, and the executors' QPUPull,
-// QPUHeartbeat, QPUReport), applied with the current time by Step, the one
+// QPUHeartbeat, QPUReport, and, on the root, the node states NodesDown,
+// NodesUp, Drain and Undrain), applied with the current time by Step, the one
 // entry point that the broker, the simulator and the scenario tests all
 // drive; so a driver can log its inputs and replay them into a fresh tree
 // to get the same state (TestStepReplay). Each input is also a method of
@@ -16,7 +17,8 @@
 // What the runtime must do as a result accumulates as Effects (start job J
 // on nodes N, signal J, start or stop a child instance) together with the
 // IDs of jobs and reservations whose records changed; the driver drains them
-// with Ready and carries them out. NextWake says when the instance next needs
+// with Ready and carries them out; Ready also names the nodes whose state
+// records changed. NextWake says when the instance next needs
 // a Tick even if nothing else happens (a walltime, a kill grace period, a
 // begin time, a reservation boundary).
 //
@@ -58,6 +60,16 @@
 // its place in the queue), the same as a sentence in Reason, and, when it is
 // planned, a PlannedStart; every transition is recorded as an Event with its
 // time and cause, so that a job's whole story can be read back.
+//
+// # Node states
+//
+// A node of the root is down (its health failed; the runtime says so) or
+// drained (staff took it out), or both, or up. No instance of the tree
+// starts or plans anything on a node down or drained. A node going down
+// ends the jobs running on it, anywhere in the tree, as lost (requeued if
+// they asked to be), and a child job's instance ends with its job; a
+// drained node's jobs run to their end. With no node out the schedules are
+// exactly those of a machine without node states (see nodes.go).
 //
 // # Instances
 //

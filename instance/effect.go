@@ -43,6 +43,7 @@ type Ready struct {
 	Effects []Effect
 	Jobs    []JobID  // in the order they first changed
 	Resvs   []string // reservation names, in the order they first changed
+	Nodes   []string // nodes whose state changed (NodeState), in the order they first changed
 	// QPU is what the tree's QPU scheduler changed: QPU job, session and
 	// backend records to persist, backends with work for a waiting
 	// executor, executors to tell to let go of a job.
@@ -51,7 +52,7 @@ type Ready struct {
 
 // Empty reports whether there is nothing to do.
 func (r Ready) Empty() bool {
-	return len(r.Effects) == 0 && len(r.Jobs) == 0 && len(r.Resvs) == 0 && r.QPU.Empty()
+	return len(r.Effects) == 0 && len(r.Jobs) == 0 && len(r.Resvs) == 0 && len(r.Nodes) == 0 && r.QPU.Empty()
 }
 
 // SignalName returns the conventional name of a signal ("SIGTERM").

@@ -1,6 +1,12 @@
 package instance
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/strata-hpc/strata/qpu"
+	"github.com/strata-hpc/strata/resv"
+)
 
 // A long-running broker moves finished jobs out of the live state into an
 // archive after a retention (ForgetJob), so that memory and restore time
@@ -63,3 +69,50 @@ func (sh *shared) checkDep(d Dep) error {
 	}
 	return fmt.Errorf("%w: dependency %s:%d names no known job", ErrInvalid, d.Kind, d.Job)
 }
+
+// ResvForgettable reports whether reservation name may leave the live
+// state now: it has ended or was cancelled, and no job of the tree ran or
+// waits in it any more (those leave first, as ForgetJob lets them). It
+// returns why not.
+func (in *Instance) ResvForgettable(name string) error {
+	r, ok := in.sh.resvs[name]
+	switch {
+	case !ok:
+		return fmt.Errorf("%w: no reservation %q", ErrNotFound, name)
+	case r.State != resv.Ended && r.State != resv.Cancelled:
+		return fmt.Errorf("%w: reservation %s has not ended (%s)", ErrState, name, r.State)
+	case r.child != nil && !r.child.ended:
+		return fmt.Errorf("%w: the instance of reservation %s has not ended", ErrState, name)
+	}
+	var live JobID
+	in.sh.ids.Ascend(func(id JobID) bool {
+		j := in.sh.jobs[id]
+		if j.Spec.Resv == name || j.Path == r.Path || strings.HasPrefix(j.Path, r.Path+".") {
+			live = id
+			return false
+		}
+		return true
+	})
+	if live != 0 {
+		return fmt.Errorf("%w: job %d of reservation %s is still live", ErrState, live, name)
+	}
+	return nil
+}
+
+// ForgetResv drops the record of ended reservation name and of its ended
+// instance (see ResvForgettable).
+func (in *Instance) ForgetResv(name string) error {
+	if err := in.ResvForgettable(name); err != nil {
+		return err
+	}
+	r := in.sh.resvs[name]
+	delete(in.sh.resvs, name)
+	if c, ok := in.sh.insts[r.Path]; ok && c.ended {
+		delete(in.sh.insts, r.Path)
+	}
+	return nil
+}
+
+// ForgetQPUJob drops the record of ended QPU job id, once the broker has
+// archived it (see qpu.Scheduler.Forget).
+func (in *Instance) ForgetQPUJob(id qpu.JobID) error { return in.sh.qpu.Forget(id) }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/strata-hpc/strata/resv"
 )
 
 // TestForgetJob forgets ended jobs and checks what may be forgotten, that
@@ -126,5 +128,76 @@ func TestForgetJob(t *testing.T) {
 	id, err := b.Submit(5, alice, "root", Spec{Nodes: 1})
 	if err != nil || id != last+1 {
 		t.Fatalf("after a restore of %d jobs, the next ID is %d (%v), want %d", len(jobs), id, err, last+1)
+	}
+}
+
+// TestForgetResv: a reservation leaves the live state only once it has
+// ended (or was cancelled) and the jobs that ran in it have left; its
+// instance goes with it, and its name is free again.
+func TestForgetResv(t *testing.T) {
+	in, err := New(Config{Nodes: names("n", 2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := Actor{User: "root", Admin: true}
+	alice := Actor{User: "alice"}
+	for _, spec := range []resv.Spec{
+		{Name: "dat", Start: 10, End: 20, Nodes: 1, Users: []string{"alice"}},
+		{Name: "gone", Start: 100, End: 200, Nodes: 1},
+	} {
+		if _, err := in.AddResv(0, admin, spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id, err := in.Submit(0, alice, "root", Spec{Nodes: 1, Walltime: 5, Resv: "dat"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Ready()
+	if err := in.ForgetResv("dat"); !errors.Is(err, ErrState) || !strings.Contains(err.Error(), "has not ended") {
+		t.Fatalf("ForgetResv(pending): %v", err)
+	}
+	in.Tick(10)
+	in.Ready()
+	if err := in.Exited(12, id, Exit{Code: 0}); err != nil {
+		t.Fatal(err)
+	}
+	in.Ready()
+	in.Tick(20)
+	in.Ready()
+	if rv, _ := in.Resv("dat"); rv.State != resv.Ended {
+		t.Fatalf("at its end the reservation is %s", rv.State)
+	}
+	if err := in.ForgetResv("dat"); !errors.Is(err, ErrState) || !strings.Contains(err.Error(), "still live") {
+		t.Fatalf("ForgetResv with a job of it live: %v", err)
+	}
+	if _, err := in.Submit(21, alice, "root", Spec{Nodes: 1, Walltime: 5}); err != nil { // job 1 is no longer the newest
+		t.Fatal(err)
+	}
+	in.Ready()
+	if err := in.ForgetJob(id); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.ForgetResv("dat"); err != nil {
+		t.Fatalf("ForgetResv(ended, its jobs gone): %v", err)
+	}
+	if _, ok := in.Resv("dat"); ok {
+		t.Fatal("the forgotten reservation is still there")
+	}
+	if _, ok := in.Child("root.dat"); ok {
+		t.Fatal("the forgotten reservation's instance is still there")
+	}
+	if err := in.ForgetResv("dat"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("ForgetResv twice: %v", err)
+	}
+	if err := in.RemoveResv(22, admin, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	in.Ready()
+	if err := in.ForgetResv("gone"); err != nil {
+		t.Fatalf("ForgetResv(cancelled): %v", err)
+	}
+	if _, err := in.AddResv(23, admin, resv.Spec{Name: "dat", Start: 300, End: 400, Nodes: 1}); err != nil {
+		t.Fatalf("the name of a forgotten reservation: %v", err)
 	}
 }

@@ -84,11 +84,18 @@ type Instance struct {
 	owner  string      // the user of a child job's instance, who alone (and admins) may use it
 	ended  bool        // a child whose window or job has ended
 	layer  []layerSpan // its maintenance layer (see maint.go)
-	sh     *shared
+	// maintWaits: its maintenance layer leaves nodes to running jobs
+	// that a window waits for; it is laid again when one ends.
+	maintWaits bool
+	// out are its nodes that are down or drained, usable the others;
+	// both are empty while no node is out (see nodes.go).
+	out, usable timeline.NodeSet
+	sh          *shared
 }
 
 // shared is the state of a whole instance tree.
 type shared struct {
+	passes   uint64 // scheduling passes run in the tree (Stats)
 	newID    func() JobID
 	lastID   JobID
 	lastResv int64
@@ -106,6 +113,10 @@ type shared struct {
 	out      Ready
 	outJobs  map[JobID]bool
 	outResvs map[string]bool
+	outNodes map[string]bool
+	// nodes holds the state of the root's nodes that are down or
+	// drained, by name (see nodes.go).
+	nodes map[string]*NodeState
 }
 
 // wake is a moment at which the tree must act even if nothing happens.
@@ -162,6 +173,8 @@ func New(cfg Config) (*Instance, error) {
 		dirty:    make(map[*Instance]bool),
 		outJobs:  make(map[JobID]bool),
 		outResvs: make(map[string]bool),
+		outNodes: make(map[string]bool),
+		nodes:    make(map[string]*NodeState),
 	}
 	qcfg := qpu.Config{HeartbeatTimeout: qpu.Time(cfg.QPUHeartbeatTimeout) * 1000}
 	for _, p := range cfg.Pools {
@@ -205,6 +218,7 @@ func newInstance(cfg Config, parent *Instance, sh *shared) (*Instance, error) {
 		sh:     sh,
 	}
 	sh.insts[cfg.Path] = in
+	in.refreshOut()
 	return in, nil
 }
 
@@ -257,6 +271,7 @@ func (in *Instance) Ready() Ready {
 	in.sh.out = Ready{}
 	clear(in.sh.outJobs)
 	clear(in.sh.outResvs)
+	clear(in.sh.outNodes)
 	return r
 }
 
@@ -513,6 +528,35 @@ func (in *Instance) newJobCheck(now Time, spec Spec) (Spec, error) {
 
 // LastID is the highest job ID this instance's tree has handed out.
 func (in *Instance) LastID() JobID { return in.sh.lastID }
+
+// Stats are counters of the whole tree, cheap to read (no job is copied).
+type Stats struct {
+	// Passes is the number of scheduling passes run so far, over every
+	// instance of the tree.
+	Passes uint64
+	// Jobs counts the jobs the tree holds, by state.
+	Pending, Running, Ended int
+}
+
+// Passes returns the number of scheduling passes run so far in the tree
+// (Stats.Passes), without walking the jobs.
+func (in *Instance) Passes() uint64 { return in.sh.passes }
+
+// Stats returns counters of the whole tree. It walks the jobs once.
+func (in *Instance) Stats() Stats {
+	st := Stats{Passes: in.sh.passes}
+	for _, j := range in.sh.jobs {
+		switch {
+		case j.State == Pending:
+			st.Pending++
+		case j.State == Running:
+			st.Running++
+		case j.State.Final():
+			st.Ended++
+		}
+	}
+	return st
+}
 
 // NumJobs is how many jobs the tree holds, in every state.
 func (in *Instance) NumJobs() int { return len(in.sh.jobs) }
@@ -948,6 +992,15 @@ func (in *Instance) release(now Time, j *Job) {
 	in.setDeadline(j, 0)
 	in.freed = true
 	in.dirty()
+	owner := in
+	if in.resv != nil && !in.resv.Maint {
+		owner = in.parent
+	}
+	if owner.maintWaits {
+		// A maintenance window waited for it: the window takes its
+		// nodes now.
+		owner.rebuildMaint(now, nil)
+	}
 }
 
 // jobEnded resolves the jobs that depend on j.

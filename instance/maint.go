@@ -26,7 +26,17 @@ import (
 //     takes, which keep the reservation's jobs off them.
 //
 // Jobs therefore never share a node with maintenance, whichever instance
-// they run in. Planning a maintenance window looks past every reservation
+// they run in.
+//
+// A maintenance window in drain mode may be made over nodes busy with
+// running jobs (as Slurm's MAINT reservations with IGNORE_JOBS): they are
+// not killed but run to their end, and the window waits for them. The
+// layer leaves each running job's nodes to it until its span ends (its
+// walltime and kill grace) and is laid again whenever such a job ends, so
+// that the window takes the node at once: nothing new starts there that
+// would run into the window, and from the window's start nothing new
+// starts there at all. Its expected effective start (MaintWait) is the
+// latest end of the jobs it waits for. Planning a maintenance window looks past every reservation
 // but not past running jobs, the jobs running inside ordinary reservations
 // included: in drain mode they must end before it starts, in kill mode
 // they are killed at its start. An ordinary reservation may not overlap
@@ -90,6 +100,7 @@ func (in *Instance) rebuildMaint(now Time, except *Resv) {
 		return
 	}
 	in.clearMaint()
+	in.maintWaits = false
 	if len(maints) == 0 {
 		return
 	}
@@ -128,14 +139,28 @@ func (in *Instance) addLayer(to *Instance, sp timeline.Span) {
 func (in *Instance) maintLayer(now Time, maints, regs []*Resv) (pieces []timeline.Span, blocks map[*Resv][]timeline.Span) {
 	var pts []Time
 	mnodes := make([]timeline.NodeSet, len(maints))
+	var all timeline.NodeSet
 	for i, m := range maints {
 		pts = append(pts, m.Start, m.End)
 		mnodes[i] = in.nodeSetOf(m.NodeNames)
+		all = all.Union(mnodes[i])
+	}
+	// The running jobs on maintenance nodes keep their nodes until their
+	// spans end (drain mode waits for them): in this instance, and in the
+	// ordinary reservations' instances (in the child's node indexes).
+	busy := in.busyUntil(all, now)
+	cbusy := make([][]busySpan, len(regs))
+	for _, b := range busy {
+		pts = append(pts, b.end)
 	}
 	rnodes := make([]timeline.NodeSet, len(regs))
 	for i, r := range regs {
 		pts = append(pts, r.Start, r.End)
 		rnodes[i] = in.nodeSetOf(r.NodeNames)
+		cbusy[i] = r.child.busyUntil(r.child.nodeSetOf(in.names(all.Intersect(rnodes[i]))), now)
+		for _, b := range cbusy[i] {
+			pts = append(pts, b.end)
+		}
 	}
 	sort.Slice(pts, func(a, b int) bool { return pts[a] < pts[b] })
 	blocks = map[*Resv][]timeline.Span{}
@@ -169,13 +194,126 @@ func (in *Instance) maintLayer(now Time, maints, regs []*Resv) (pieces []timelin
 			if r.Start <= pts[i] && b <= r.End {
 				free = free.Minus(rnodes[k])
 				if blk := mn.Intersect(rnodes[k]); !blk.IsEmpty() {
-					blocks[r] = add(blocks[r], a, b, r.child.nodeSetOf(in.names(blk)))
+					cn := r.child.nodeSetOf(in.names(blk))
+					if left := cn.Minus(busyAt(cbusy[k], b)); !left.Equal(cn) {
+						in.maintWaits = true
+						cn = left
+					}
+					blocks[r] = add(blocks[r], a, b, cn)
 				}
 			}
+		}
+		if left := free.Minus(busyAt(busy, b)); !left.Equal(free) {
+			in.maintWaits = true
+			free = left
 		}
 		pieces = add(pieces, a, b, free)
 	}
 	return pieces, blocks
+}
+
+// busySpan is the nodes of a running job, held until end.
+type busySpan struct {
+	nodes timeline.NodeSet
+	end   Time
+}
+
+// busyUntil returns the running jobs of this instance on nodes whose spans
+// end after now.
+func (in *Instance) busyUntil(nodes timeline.NodeSet, now Time) []busySpan {
+	if nodes.IsEmpty() {
+		return nil
+	}
+	var out []busySpan
+	for _, j := range in.runningByID() {
+		if !j.nodeSet.Overlaps(nodes) {
+			continue
+		}
+		if sp, ok := in.tl.Span(spanOf(j.ID)); ok && sp.End > now {
+			out = append(out, busySpan{nodes: j.nodeSet.Intersect(nodes), end: sp.End})
+		}
+	}
+	return out
+}
+
+// busyAt returns the nodes of busy still held at instant b (a cut's end:
+// a span that ends by b frees its nodes for the cut).
+func busyAt(busy []busySpan, b Time) timeline.NodeSet {
+	var out timeline.NodeSet
+	for _, s := range busy {
+		if s.end >= b {
+			out = out.Union(s.nodes)
+		}
+	}
+	return out
+}
+
+// MaintWait returns, for maintenance reservation name in drain mode, when
+// it is expected to begin in effect: the latest end (walltime and kill
+// grace) of the running jobs on its nodes that it waits for, and those
+// jobs by ID; (0, nil) when it waits for none.
+func (in *Instance) MaintWait(name string) (Time, []JobID) {
+	r, ok := in.sh.resvs[name]
+	if !ok || !r.Maint || r.Overlap != resv.Drain || (r.State != resv.Pending && r.State != resv.Active) {
+		return 0, nil
+	}
+	p := in.sh.insts[r.Parent]
+	if p == nil {
+		return 0, nil
+	}
+	insts := []*Instance{p}
+	_, regs := p.ownResvs(nil)
+	for _, o := range regs {
+		insts = append(insts, o.child)
+	}
+	var at Time
+	var ids []JobID
+	for _, i := range insts {
+		nodes := i.nodeSetOf(r.NodeNames)
+		for _, j := range i.runningByID() {
+			sp, ok := i.tl.Span(spanOf(j.ID))
+			if !ok || !j.nodeSet.Overlaps(nodes) || sp.End <= r.Start {
+				continue
+			}
+			at = max(at, sp.End)
+			ids = append(ids, j.ID)
+		}
+	}
+	sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
+	return at, ids
+}
+
+// maintWaitPlan places maintenance window spec in drain mode over nodes
+// that running jobs still hold at its start: at the earliest end of
+// running jobs (or its start) from which req fits until its end on base,
+// waiting for the jobs on the nodes chosen. It reports false when no such
+// instant leaves any of the window.
+func (in *Instance) maintWaitPlan(spec resv.Spec, req timeline.Request, base *timeline.Timeline, running map[timeline.SpanID]cand) (ResvPlan, bool) {
+	ts := []Time{spec.Start}
+	seen := map[Time]bool{spec.Start: true}
+	for id := range running {
+		if sp, ok := base.Span(id); ok && sp.End > spec.Start && sp.End < spec.End && !seen[sp.End] {
+			seen[sp.End] = true
+			ts = append(ts, sp.End)
+		}
+	}
+	sort.Slice(ts, func(a, b int) bool { return ts[a] < ts[b] })
+	for _, t := range ts {
+		nodes, ok := base.Fits(req, t, Duration(spec.End-t))
+		if !ok {
+			continue
+		}
+		p := ResvPlan{Nodes: nodes}
+		for id, c := range running {
+			if sp, ok := base.Span(id); ok && sp.End > spec.Start && c.nodes.Overlaps(nodes) {
+				p.Wait = append(p.Wait, c.j.ID)
+				p.Effective = max(p.Effective, sp.End)
+			}
+		}
+		sort.Slice(p.Wait, func(a, b int) bool { return p.Wait[a] < p.Wait[b] })
+		return p, true
+	}
+	return ResvPlan{}, false
 }
 
 // nodeSetOf returns the indexes of the named nodes this instance has;

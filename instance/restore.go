@@ -27,10 +27,6 @@ func (in *Instance) Restore(now Time, resvs []Resv, jobs []Job) (lost []JobID, e
 			return nil, err
 		}
 	}
-	for _, path := range in.Children() {
-		in.sh.insts[path].rebuildMaint(now, nil)
-	}
-	in.rebuildMaint(now, nil)
 	sort.Slice(jobs, func(a, b int) bool { return jobs[a].ID < jobs[b].ID })
 	for i := range jobs {
 		rec := jobs[i]
@@ -69,6 +65,12 @@ func (in *Instance) Restore(now Time, resvs []Resv, jobs []Job) (lost []JobID, e
 			}
 		}
 	}
+	// The maintenance layers are laid once the running jobs are back: a
+	// window in drain mode leaves their nodes to them (see maint.go).
+	for _, path := range in.Children() {
+		in.sh.insts[path].rebuildMaint(now, nil)
+	}
+	in.rebuildMaint(now, nil)
 	// Dependencies are re-evaluated once every job is back.
 	for _, j := range in.sh.jobs {
 		if j.State == Pending {

@@ -137,6 +137,11 @@ func (in *Instance) AddResv(now Time, who Actor, spec resv.Spec) (Resv, error) {
 type ResvPlan struct {
 	Nodes timeline.NodeSet
 	Kill  []JobID // running jobs that would be killed at the start
+	// Wait are the running jobs a maintenance window in drain mode
+	// waits for (see maint.go), by ID; Effective is when it would
+	// begin if they ran to their walltime (0: at its start).
+	Wait      []JobID
+	Effective Time
 }
 
 // PlanResv decides the nodes of a reservation without changing anything:
@@ -201,6 +206,11 @@ func (in *Instance) planOn(spec resv.Spec, js Spec, base *timeline.Timeline, run
 			return ResvPlan{Nodes: nodes, Kill: kill}, nil
 		}
 	}
+	if spec.Maint && spec.Overlap == resv.Drain {
+		if p, ok := in.maintWaitPlan(spec, req, base, running); ok {
+			return p, nil
+		}
+	}
 	t, _, err := base.EarliestFit(req, spec.Start, dur)
 	if err != nil {
 		if errors.Is(err, timeline.ErrNoFit) || errors.Is(err, timeline.ErrPastHorizon) {
@@ -226,6 +236,9 @@ func (in *Instance) killFirst(req timeline.Request, cands []cand, base *timeline
 		return req
 	}
 	free := base.FreeNodes(spec.Start, spec.End)
+	if !in.out.IsEmpty() {
+		free = free.Intersect(in.usable)
+	}
 	if free.Len() >= req.Nodes {
 		return req
 	}

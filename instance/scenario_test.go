@@ -37,7 +37,11 @@ var update = flag.Bool("update", false, "rewrite the golden scenario files in te
 //	at T plan dur=S (n=N|nodes=HOSTLIST) [overlap=kill] [maint] [count=N]
 //	at T usage [PATH]                   (nodes by what holds them at T)
 //	at T marked NAME                    (running jobs marked to die at its start)
+//	at T maintwait NAME                 (the jobs a maintenance window in drain mode waits for)
 //	at T rmresv NAME
+//	at T down HOSTLIST REASON... | at T up HOSTLIST
+//	at T drain USER HOSTLIST REASON... | at T undrain USER HOSTLIST  (HOSTLIST "-": none)
+//	nodes                               (the nodes down or drained)
 //	show ID | jobs [PATH] | resvs
 //	why ID                              (a pending job's Wait, as data)
 //
@@ -408,6 +412,24 @@ func (s *scenario) run(line string) (out []string) {
 			out = append(out, jobLine(j))
 		}
 		return out
+	case "nodes":
+		for _, n := range s.in.NodeStates() {
+			if !n.Out() {
+				continue
+			}
+			line := n.Name
+			if n.Down {
+				line += fmt.Sprintf(" down since %d (%s)", n.DownSince, n.DownReason)
+			}
+			if n.Drained {
+				line += fmt.Sprintf(" drained by %s since %d (%s)", n.DrainedBy, n.DrainSince, n.DrainReason)
+			}
+			out = append(out, line)
+		}
+		if len(out) == 0 {
+			out = []string{"all nodes up"}
+		}
+		return out
 	case "resvs":
 		for _, r := range s.in.Resvs() {
 			out = append(out, fmt.Sprintf("%s %s [%d,%d) %s users=%s killed=%v", r.Name, r.State, r.Start, r.End,
@@ -442,6 +464,9 @@ func (s *scenario) run(line string) (out []string) {
 		}
 		for _, b := range rd.QPU.Wake {
 			out = append(out, b+" has work for an idle executor")
+		}
+		if len(rd.Nodes) > 0 {
+			out = append(out, "node records changed: "+strings.Join(rd.Nodes, ","))
 		}
 		return out
 	}
@@ -514,6 +539,30 @@ func (s *scenario) at(now Time, cmd string, args []string) []string {
 		return errOut2(s.step(now, Exited{Job: JobID(atoi(pos[0])), Exit: e}))
 	case "cancel":
 		return errOut2(s.step(now, Cancel{Who: actor(pos[0]), Job: JobID(atoi(pos[1]))}))
+	case "down", "up":
+		var names []string
+		if pos[0] != "-" {
+			var err error
+			if names, err = hostlist.Parse(pos[0]); err != nil {
+				return errOut(err)
+			}
+		}
+		if cmd == "up" {
+			return errOut2(s.step(now, NodesUp{Nodes: names}))
+		}
+		return errOut2(s.step(now, NodesDown{Nodes: names, Reason: strings.Join(pos[1:], " ")}))
+	case "drain", "undrain":
+		var names []string
+		if pos[1] != "-" {
+			var err error
+			if names, err = hostlist.Parse(pos[1]); err != nil {
+				return errOut(err)
+			}
+		}
+		if cmd == "undrain" {
+			return errOut2(s.step(now, Undrain{Who: actor(pos[0]), Nodes: names}))
+		}
+		return errOut2(s.step(now, Drain{Who: actor(pos[0]), Nodes: names, Reason: strings.Join(pos[2:], " ")}))
 	case "hold", "release":
 		h := cmd == "hold"
 		return errOut2(s.step(now, UpdateJob{Who: actor(pos[0]), Job: JobID(atoi(pos[1])), Change: Update{Hold: &h}}))
@@ -554,6 +603,13 @@ func (s *scenario) at(now Time, cmd string, args []string) []string {
 		who := "admin"
 		if v := m["as"]; v != "" {
 			who = v
+		}
+		if m["dry"] == "true" {
+			p, err := in.PlanResv(spec)
+			if err != nil {
+				return errOut(err)
+			}
+			return []string{fmt.Sprintf("plan %s on %s kill=%v wait=%v effective=%d", spec.Name, hostlist.Format(in.names(p.Nodes)), p.Kill, p.Wait, p.Effective)}
 		}
 		o, err := s.step(now, AddResv{Who: actor(who), Spec: spec})
 		if err != nil {
@@ -664,6 +720,9 @@ func (s *scenario) at(now Time, cmd string, args []string) []string {
 		return out
 	case "marked":
 		return []string{fmt.Sprintf("marked for %s: %v", pos[0], in.MarkedFor(pos[0]))}
+	case "maintwait":
+		t, ids := in.MaintWait(pos[0])
+		return []string{fmt.Sprintf("%s waits for %v until %d", pos[0], ids, t)}
 	case "qsubmit":
 		shots := 0
 		if v := m["shots"]; v != "" {

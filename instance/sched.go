@@ -20,6 +20,9 @@ func (in *Instance) request(j *Job) timeline.Request {
 		req.NodeSet = timeline.Nodes(idx...)
 	} else {
 		req.Nodes = j.Spec.Nodes
+		if req.Nodes > 0 && !in.out.IsEmpty() {
+			req.Within = in.usable // nothing new on nodes down or drained
+		}
 	}
 	if len(j.Spec.Slots) > 0 {
 		req.Slots = make([]int, len(in.tl.Pools()))
@@ -58,6 +61,7 @@ func (in *Instance) schedule(now Time) {
 	}
 	in.pass++
 	in.passAt = now
+	in.sh.passes++
 	in.cut = false
 	w := walk{free: in.freeNodesAt(now), plannedLeft: in.nplan}
 	in.queue.Ascend(func(j *Job) bool {
@@ -145,6 +149,12 @@ func (in *Instance) consider(now Time, j *Job, w *walk) {
 	case w.blocked && !pol.Backfill:
 		in.unplan(j)
 		j.wait = waitFCFS
+		return
+	case !in.out.IsEmpty() && in.unavailable(j) != "":
+		// Its nodes are down or drained: like a hold, a reason of the
+		// job's own, which holds back no one.
+		in.unplan(j)
+		j.wait, j.waitErr = waitNoFit, errUnavailable{in.unavailable(j)}
 		return
 	}
 	if j.planned {

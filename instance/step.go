@@ -101,6 +101,12 @@ type (
 	// ForgetJob drops an ended job's record once archived
 	// (Instance.ForgetJob).
 	ForgetJob struct{ Job JobID }
+	// ForgetResv drops an ended reservation's record once archived
+	// (Instance.ForgetResv).
+	ForgetResv struct{ Name string }
+	// ForgetQPUJob drops an ended QPU job's record once archived
+	// (Instance.ForgetQPUJob).
+	ForgetQPUJob struct{ Job qpu.JobID }
 	// QPUSubmit queues a QPU job from the slot holder at Path
 	// (Instance.QPUSubmit).
 	QPUSubmit struct {
@@ -146,6 +152,24 @@ type (
 		Job      qpu.JobID
 		Outcome  qpu.Outcome
 	}
+	// NodesDown: the root's nodes' health failed (Instance.NodesDown).
+	NodesDown struct {
+		Nodes  []string
+		Reason string
+	}
+	// NodesUp: the root's nodes are healthy again (Instance.NodesUp).
+	NodesUp struct{ Nodes []string }
+	// Drain takes the root's nodes out of service (Instance.Drain).
+	Drain struct {
+		Who    Actor
+		Nodes  []string
+		Reason string
+	}
+	// Undrain puts drained nodes back in service (Instance.Undrain).
+	Undrain struct {
+		Who   Actor
+		Nodes []string
+	}
 )
 
 func (Submit) input()           {}
@@ -163,6 +187,8 @@ func (UpdateResv) input()       {}
 func (RevokeSlots) input()      {}
 func (Forget) input()           {}
 func (ForgetJob) input()        {}
+func (ForgetResv) input()       {}
+func (ForgetQPUJob) input()     {}
 func (QPUSubmit) input()        {}
 func (QPUCancel) input()        {}
 func (QPURevoke) input()        {}
@@ -171,6 +197,10 @@ func (QPURegister) input()      {}
 func (QPUPull) input()          {}
 func (QPUHeartbeat) input()     {}
 func (QPUReport) input()        {}
+func (NodesDown) input()        {}
+func (NodesUp) input()          {}
+func (Drain) input()            {}
+func (Undrain) input()          {}
 
 // Output is what an input returns besides its effects (which Ready
 // drains): the fields its input fills, the others zero.
@@ -234,6 +264,10 @@ func (in *Instance) Step(now Time, x Input) (Output, error) {
 		out.Count = in.Forget(x.Before)
 	case ForgetJob:
 		err = in.ForgetJob(x.Job)
+	case ForgetResv:
+		err = in.ForgetResv(x.Name)
+	case ForgetQPUJob:
+		err = in.ForgetQPUJob(x.Job)
 	case QPUSubmit:
 		out.QPUJob, err = in.QPUSubmit(now, x.Who, x.Path, x.Backend, x.Job)
 	case QPUCancel:
@@ -250,6 +284,14 @@ func (in *Instance) Step(now Time, x Input) (Output, error) {
 		out.Abort, err = in.QPUHeartbeat(now, x.Executor, x.Backend, x.Job)
 	case QPUReport:
 		err = in.QPUReport(now, x.Executor, x.Job, x.Outcome)
+	case NodesDown:
+		err = in.NodesDown(now, x.Nodes, x.Reason)
+	case NodesUp:
+		err = in.NodesUp(now, x.Nodes)
+	case Drain:
+		err = in.Drain(now, x.Who, x.Nodes, x.Reason)
+	case Undrain:
+		err = in.Undrain(now, x.Who, x.Nodes)
 	default:
 		// Input is a closed set: only this package's types implement
 		// it. (x is not formatted: that would make every input escape to

@@ -27,9 +27,10 @@ import (
 // only move to a start whose window overlaps, in time, something freed
 // since on a node req may use; MoveEarlier searches only those starts, and
 // none at all when nothing relevant was freed. It narrows them further:
-// for each freed area it learns once how late a window using its nodes can
-// end (see freedRect), and until the timeline next changes it remembers
-// where searches found no room (see noFit). It searches with the span
+// for each freed area it learns once, node by node, the free time around
+// it, so that only the starts of windows that fit in a gap of one of its
+// nodes are searched (see gap), and until the timeline next changes it
+// remembers where searches found no room (see noFit). It searches with the span
 // counted as gone, without taking it out and putting it back. Its answer is
 // the same.
 //
@@ -127,19 +128,35 @@ type moveMemo struct {
 
 // freedRect is a record of the free log: nodes freed over [start, end).
 //
-// Once a move has looked at it (known), reach is the latest instant at
-// which a window overlapping [start, end) in time can end while a node of
-// nodes is free throughout it (see moveRanges), as the timeline was when it
-// was computed: for every node, the first start at or after end of a span
-// on it, and the latest of those over the nodes (MaxTime when one has
-// none). firsts are the spans that start first on some node; for them the
-// bound does not hold, as it counted them as busy.
+// Once a move has looked at it (known), gaps bound, node by node, the free
+// time around it, as the timeline was when they were computed (see reach):
+// a window that overlaps [start, end) in time and has a node of nodes free
+// throughout lies within the gap of that node's group (see moveRanges).
 type freedRect struct {
 	nodes      NodeSet
 	start, end Time
 	known      bool
-	reach      Time
-	firsts     []SpanID
+	gaps       []gap
+}
+
+// gap is a stretch [lo, hi) of free time, on some nodes of a freed area,
+// that meets the area in time, as reach found it: on those nodes a span
+// ends at lo (lo is the origin when none ends within the area's own length
+// before its start: a looser bound, as exact) and span first starts at hi
+// (hi is MaxTime when none does). A window that overlaps the area in time
+// and has one of the nodes free throughout lies within a gap of the area,
+// except that the bound on hi does not hold for first itself, which reach
+// counted as busy (see moveRanges).
+type gap struct {
+	lo, hi Time
+	first  SpanID
+}
+
+// gapSeg is a run of nodes a span holds over [start, end) (see reach).
+type gapSeg struct {
+	start, end Time
+	lo, hi     int32
+	id         SpanID
 }
 
 // freeLog records the node-time rectangles freed since the oldest mark a
@@ -230,14 +247,19 @@ type timeRange struct{ lo, hi Time }
 // Tighter: take r the last rectangle logged that holds x and overlaps W.
 // The instants of W on x are free now; none was freed after r was logged
 // (it would have been logged later, on x, overlapping W), so they were free
-// from then on, and in particular when r.reach was computed (after r was
-// logged, at the first move that looked at r). Then r.reach >= c+d: r
-// overlaps W at some instant u on x, and x is free (without s) over
-// [u, b) when r's end b > u... more exactly, the first span on x starting at
-// or after b, if it is not s, starts at or after c+d (c < b, and it cannot
-// start inside W), and a span on x busy somewhere in (u, b) would be inside
-// W; s itself is never inside r on x (it sat where it is when r was freed).
-// So unless s is one of r.firsts, c+d <= r.reach, and c < r.reach-d+1.
+// from then on, and in particular when r's gaps were computed (after r was
+// logged, at the first move that looked at r). Let g be the gap of x's
+// group. A span on x that started at or after r.end then, at g.hi or later
+// for x, and is not s, is busy now (had it gone, its area, on x and
+// overlapping W, would have been logged after r); it cannot start inside W,
+// so c+d <= its start, and c+d <= g.hi unless g.first is s. A span on x
+// that ended at or before r.start then, at or after g.lo: had W started
+// before its end, W, which reaches into r, would hold the span's last
+// instant, busy then and free now (freed after r) or busy now; so
+// c >= g.lo. (If that span is s, W cannot reach r: c+d < s's end <=
+// r.start.) So c is in [g.lo, g.hi-d+1) for some gap of r: the ranges are
+// the union, over the rectangles logged since the mark, of those windows
+// within [r.start-d+1, r.end).
 func (t *Timeline) moveRanges(s *span, m moveMemo, ok bool, key moveKey, nb Time, d Duration) ([]timeRange, bool) {
 	l := &t.frees
 	if !ok || m.mark < l.base || m.nb > nb || m.start != s.start || m.end != s.end || !m.key.equal(key) || s.pools != nil {
@@ -254,11 +276,14 @@ func (t *Timeline) moveRanges(s *span, m moveMemo, ok bool, key moveKey, nb Time
 		if !r.known {
 			t.reach(r)
 		}
-		if cut := r.reach - Time(d) + 1; r.reach < MaxTime && cut < hi && !slices.Contains(r.firsts, s.id) {
-			hi = cut
-		}
-		if lo < hi {
-			ranges = append(ranges, timeRange{lo, hi})
+		for _, g := range r.gaps {
+			glo, ghi := max(lo, g.lo), hi
+			if g.hi < MaxTime && g.first != s.id {
+				ghi = min(ghi, g.hi-Time(d)+1)
+			}
+			if glo < ghi {
+				ranges = append(ranges, timeRange{glo, ghi})
+			}
 		}
 	}
 	if len(ranges) > 1 {
@@ -325,11 +350,14 @@ func (t *Timeline) unfreed(s *span) {
 	}
 }
 
-// reach computes r.reach and r.firsts (see freedRect), as the timeline is
-// now, and marks r known. It scans, class by class, the spans starting at or
-// after r.end on the bounds of r.nodes, keeping for each node of r.nodes the
-// first start; a class stops at a start no earlier than the latest first
-// start found, once every node has one.
+// reach computes r.gaps (see gap), as the timeline is now, and marks r
+// known. For each node of r.nodes it finds the first span starting at or
+// after r.end, scanning, class by class, the spans starting there on the
+// bounds of r.nodes (a class stops at a start no earlier than the latest
+// first start found, once every node has one); and the latest end at or
+// before r.start, among the spans overlapping the r.end-r.start seconds
+// before r.start (a node with none there gets the origin: a looser bound,
+// as exact). The nodes with the same first span make one gap.
 func (t *Timeline) reach(r *freedRect) {
 	r.known = true
 	rs := r.nodes.runs
@@ -338,15 +366,16 @@ func (t *Timeline) reach(r *freedRect) {
 	if cap(t.firstAt) < n {
 		t.firstAt = make([]Time, n)
 		t.firstBy = make([]*span, n)
+		t.floorAt = make([]Time, n)
 	}
-	first, by := t.firstAt[:n], t.firstBy[:n]
+	first, by, floor := t.firstAt[:n], t.firstBy[:n], t.floorAt[:n]
 	for i := range first {
 		first[i] = -1 // not a node of r: never counted
 	}
 	uncovered := 0
 	for _, x := range rs {
 		for i := x.lo; i < x.hi; i++ {
-			first[i-lo], by[i-lo] = MaxTime, nil
+			first[i-lo], by[i-lo], floor[i-lo] = MaxTime, nil, t.res.origin
 		}
 		uncovered += x.len()
 	}
@@ -396,21 +425,68 @@ func (t *Timeline) reach(r *freedRect) {
 			latest = latestNow()
 		}
 	}
-	if uncovered > 0 {
-		r.reach = MaxTime
-		return
-	}
-	r.reach = latest
-	var ids []SpanID
-	var prev *span
-	for _, s := range by {
-		if s != nil && s != prev {
-			ids = append(ids, s.id)
-			prev = s
+	// The spans over the window before r.end, by start: on each node, the
+	// free time between them.
+	back := max(t.res.origin, r.start-(r.end-r.start))
+	segs := t.gapSegs[:0]
+	x.visit(back, r.end, run{lo, hi}, func(k ikey) bool {
+		if k.hi > 0 {
+			segs = append(segs, gapSeg{k.start, k.end, k.lo, k.hi, k.s.id})
+		} else {
+			for _, sr := range k.s.nodes.runs {
+				if sr.hi > lo && sr.lo < hi {
+					segs = append(segs, gapSeg{k.start, k.end, sr.lo, sr.hi, k.s.id})
+				}
+			}
+		}
+		return true
+	})
+	slices.SortFunc(segs, func(a, b gapSeg) int { return cmp.Compare(a.start, b.start) })
+	t.gapSegs = segs
+	gaps := r.gaps[:0]
+	emit := func(g gap) {
+		if k := len(gaps) - 1; k < 0 || gaps[k] != g {
+			gaps = append(gaps, g)
 		}
 	}
-	slices.Sort(ids)
-	r.firsts = slices.Compact(ids)
+	since := t.floorAt[:n] // per node of r: free since
+	for i := range since {
+		since[i] = t.res.origin
+	}
+	for _, sg := range segs {
+		for i := max(sg.lo, lo); i < min(sg.hi, hi); i++ {
+			if first[i-lo] < 0 {
+				continue // not a node of r
+			}
+			if f := since[i-lo]; f < sg.start && sg.start > r.start && f < r.end {
+				emit(gap{lo: f, hi: sg.start, first: sg.id})
+			}
+			since[i-lo] = max(since[i-lo], sg.end)
+		}
+	}
+	for i, f := range first {
+		if f < 0 || since[i] >= r.end {
+			continue
+		}
+		g := gap{lo: since[i], hi: f}
+		if s := by[i]; s != nil {
+			g.first = s.id
+		}
+		emit(g)
+	}
+	if len(gaps) > 1 {
+		slices.SortFunc(gaps, func(a, b gap) int {
+			if c := cmp.Compare(a.lo, b.lo); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(a.hi, b.hi); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.first, b.first)
+		})
+		gaps = slices.Compact(gaps)
+	}
+	r.gaps = slices.Clip(gaps)
 	clear(by)
 }
 

@@ -77,82 +77,122 @@ func (sc *scenario) moveEarlier(k int, p pair) {
 // timeline: many plans, spans ending early, and a pass of MoveEarlier over
 // every plan in order of start after each; the answers must be those of
 // Remove, EarliestFitBefore and Add, whatever the timeline remembers.
+//
+// The shapes vary what the free log's gaps (see reach) depend on: short
+// spans on few nodes, and on fewer nodes for a few seconds, where windows
+// meet at the very instants the bounds are computed from; long queues of
+// plans of mixed lengths, packed back to back far ahead, so that a freed
+// area lies between plans; spans ending early anywhere in their window;
+// passes that do not follow every step, so that new plans land inside a
+// freed area before a move computes its gaps (gaps inside the area).
 func TestMoveEarlierPasses(t *testing.T) {
-	for seed := range uint64(30) {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(seed, 7))
-			nodes := 4 + rng.IntN(24)
-			cfg := Config{}
-			for i := range nodes {
-				cfg.Nodes = append(cfg.Nodes, fmt.Sprintf("n%d", i))
+	shapes := []struct {
+		name         string
+		seeds        uint64
+		nodes, steps int
+		dur          int  // plans last 1..dur seconds
+		plans        int  // a step adds a plan with chance plans/(plans+2)
+		anywhere     bool // a span may end early anywhere, not only at now+1
+		skip         bool // passes after a third of the steps only
+	}{
+		{"short", 30, 24, 400, 60, 1, false, false},
+		{"queue", 8, 16, 200, 300, 3, true, false},
+		{"mixed", 8, 40, 200, 2000, 2, true, false},
+		{"tight", 30, 6, 300, 8, 3, true, false},
+		{"late", 30, 6, 300, 8, 3, true, true},
+		{"latequeue", 8, 16, 300, 300, 3, true, true},
+	}
+	for _, sh := range shapes {
+		for seed := range sh.seeds {
+			t.Run(fmt.Sprintf("%s/%d", sh.name, seed), func(t *testing.T) {
+				movePasses(t, seed, sh.nodes, sh.steps, sh.dur, sh.plans, sh.anywhere, sh.skip)
+			})
+		}
+	}
+}
+
+// movePasses runs one scenario of TestMoveEarlierPasses.
+func movePasses(t *testing.T, seed uint64, maxNodes, steps, maxDur, plans int, anywhere, skip bool) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	nodes := 4 + rng.IntN(maxNodes)
+	cfg := Config{}
+	for i := range nodes {
+		cfg.Nodes = append(cfg.Nodes, fmt.Sprintf("n%d", i))
+	}
+	fast, _ := New(cfg)
+	slow, _ := New(cfg)
+	type job struct {
+		id  SpanID
+		req Request
+		run bool // running: may end early
+	}
+	var jobs []*job
+	now := Time(0)
+	next := SpanID(1)
+	for step := 0; step < steps; step++ {
+		now += Time(rng.IntN(5))
+		switch k := rng.IntN(plans + 2); {
+		case k < plans: // a new plan
+			req := Request{Nodes: 1 + rng.IntN(nodes)}
+			if rng.IntN(8) == 0 {
+				req = Request{NodeSet: Range(rng.IntN(nodes/2), nodes/2+rng.IntN(nodes/2)+1)}
 			}
-			fast, _ := New(cfg)
-			slow, _ := New(cfg)
-			type job struct {
-				id  SpanID
-				req Request
-				run bool // running: may end early
+			d := Duration(1 + rng.IntN(maxDur))
+			c, ns, err := fast.EarliestFit(req, now, d)
+			if err != nil {
+				continue
 			}
-			var jobs []*job
-			now := Time(0)
-			next := SpanID(1)
-			for step := 0; step < 400; step++ {
-				now += Time(rng.IntN(5))
-				switch rng.IntN(3) {
-				case 0: // a new plan
-					req := Request{Nodes: 1 + rng.IntN(nodes)}
-					if rng.IntN(8) == 0 {
-						req = Request{NodeSet: Range(rng.IntN(nodes/2), nodes/2+rng.IntN(nodes/2)+1)}
-					}
-					d := Duration(1 + rng.IntN(60))
-					c, ns, err := fast.EarliestFit(req, now, d)
-					if err != nil {
-						continue
-					}
-					sp := Span{ID: next, Start: c, End: c + Time(d), Nodes: ns}
-					if err := fast.Add(sp); err != nil {
-						t.Fatal(err)
-					}
-					if err := slow.Add(sp); err != nil {
-						t.Fatal(err)
-					}
-					jobs = append(jobs, &job{id: next, req: req, run: c == now})
-					next++
-				case 1: // a span ends early
-					for i, j := range jobs {
-						sp, _ := fast.Span(j.id)
-						if sp.Start > now || sp.End <= now+1 {
-							continue
-						}
-						if rng.IntN(2) == 0 {
-							must(t, fast.Truncate(j.id, now+1), slow.Truncate(j.id, now+1))
-						} else {
-							must(t, fast.Remove(j.id), slow.Remove(j.id))
-							jobs = append(jobs[:i], jobs[i+1:]...)
-						}
-						break
-					}
+			sp := Span{ID: next, Start: c, End: c + Time(d), Nodes: ns}
+			if err := fast.Add(sp); err != nil {
+				t.Fatal(err)
+			}
+			if err := slow.Add(sp); err != nil {
+				t.Fatal(err)
+			}
+			jobs = append(jobs, &job{id: next, req: req, run: c == now})
+			next++
+		case k == plans: // a span ends early
+			for i, j := range jobs {
+				sp, _ := fast.Span(j.id)
+				if sp.Start > now || sp.End <= now+1 {
+					continue
 				}
-				// A pass over the plans, in order of start.
-				for _, j := range jobs {
-					sp, _ := fast.Span(j.id)
-					if sp.Start <= now {
-						continue
-					}
-					got, ok := fast.MoveEarlier(j.id, j.req, now)
-					old, _ := slow.Span(j.id)
-					must(t, slow.Remove(j.id))
-					want, wok := old, false
-					if c, ns, fit := slow.EarliestFitBefore(j.req, now, Duration(old.End-old.Start), old.Start); fit {
-						want.Start, want.End, want.Nodes, wok = c, c+old.End-old.Start, ns, true
-					}
-					must(t, slow.Add(want))
-					if ok != wok || !spanEqual(got, want) {
-						t.Fatalf("step %d: MoveEarlier(%d, %+v, %d) = %+v, %v; Remove, EarliestFitBefore, Add: %+v, %v", step, j.id, j.req, now, got, ok, want, wok)
-					}
+				end := now + 1
+				if anywhere {
+					end += Time(rng.IntN(int(sp.End - end)))
 				}
+				if rng.IntN(2) == 0 {
+					must(t, fast.Truncate(j.id, end), slow.Truncate(j.id, end))
+				} else {
+					must(t, fast.Remove(j.id), slow.Remove(j.id))
+					jobs = append(jobs[:i], jobs[i+1:]...)
+				}
+				break
 			}
-		})
+		}
+		// A pass over the plans, in order of start; with skip, not after
+		// every step, so that plans are added into what was freed before
+		// any move looks at it.
+		if skip && rng.IntN(3) > 0 {
+			continue
+		}
+		for _, j := range jobs {
+			sp, _ := fast.Span(j.id)
+			if sp.Start <= now {
+				continue
+			}
+			got, ok := fast.MoveEarlier(j.id, j.req, now)
+			old, _ := slow.Span(j.id)
+			must(t, slow.Remove(j.id))
+			want, wok := old, false
+			if c, ns, fit := slow.EarliestFitBefore(j.req, now, Duration(old.End-old.Start), old.Start); fit {
+				want.Start, want.End, want.Nodes, wok = c, c+old.End-old.Start, ns, true
+			}
+			must(t, slow.Add(want))
+			if ok != wok || !spanEqual(got, want) {
+				t.Fatalf("step %d: MoveEarlier(%d, %+v, %d) = %+v, %v; Remove, EarliestFitBefore, Add: %+v, %v", step, j.id, j.req, now, got, ok, want, wok)
+			}
+		}
 	}
 }
 

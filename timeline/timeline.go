@@ -218,10 +218,12 @@ type Timeline struct {
 	skip    *span
 	skipUse []int64
 	amt     []int64 // MoveEarlier's plan.amt
-	// Scratch of reach: per node, the first start after a freed area and
-	// the span starting there.
+	// Scratch of reach: per node, the first start after a freed area, the
+	// span starting there, and the last end before the area.
 	firstAt []Time
 	firstBy []*span
+	floorAt []Time
+	gapSegs []gapSeg
 }
 
 // New returns an empty Timeline for cfg.

@@ -6,8 +6,9 @@
 // # Model
 //
 // An Executor is the interface the broker programs against. Local is the
-// implementation that runs jobs on this machine; a remote node agent
-// speaking the same interface over NATS comes later.
+// implementation that runs jobs on this machine; package agent's Remote
+// runs each job on the node agent of its first node, over NATS, and the
+// agent runs it there with a Local.
 //
 //   - Start launches a job and returns a Record, which the broker persists.
 //   - Signal sends a signal to the job's whole process group.
@@ -22,8 +23,8 @@
 // signal reaches the job's children and grandchildren too. When a job's
 // main process exits, anything left in its group is killed with SIGKILL:
 // a job ends when its main process does, as under Slurm. A process that
-// leaves the group on purpose (setsid, setpgid) escapes both; containing
-// those takes cgroups, which this executor does not use yet.
+// leaves the group on purpose (setsid, setpgid) escapes both, unless the
+// job has a cgroup (see Cgroups).
 //
 // Exit codes follow the shell: a job killed by signal N has ExitCode
 // 128+N and Signal set to the signal's name ("SIGKILL"), which is what
@@ -93,7 +94,8 @@
 //
 // # Deployment
 //
-// The keeper and the jobs stay in the broker's cgroup. Under systemd, the
+// The keeper stays in the broker's cgroup, and so do the jobs' own
+// cgroups, below it. Under systemd, the
 // default KillMode=control-group kills them all when the broker's unit
 // stops or restarts; use KillMode=process for jobs to outlive a broker
 // restart. A keeper runs the binary it was started from (/proc/self/exe),
@@ -117,6 +119,57 @@
 // several goroutines. Exits is fed from an unbounded internal queue, so a
 // slow reader never stalls reaping.
 //
-// Running jobs as other users (uid/gid) and containing them with cgroups
-// are for later.
+// # Accounts
+//
+// Spec.User names the Unix account a job runs as, resolved at Start on
+// this machine (os/user: uid, primary gid, supplementary groups, home;
+// the shell from /etc/passwd). An executor running as root runs each job
+// with its account's credentials (the keeper forks it with
+// SysProcAttr.Credential) and refuses uid 0, by name or by default,
+// unless LocalOptions.AllowRoot; one not running as root runs jobs only
+// as its own account and refuses others (ErrOtherAccount). NewLocal logs
+// which of the two it is.
+//
+// What the job's account could not do, the job cannot make the keeper do
+// for it: the keeper checks the working directory and the command, and
+// creates or truncates the output files, on a thread of its own whose
+// file system identity (setfsuid, setfsgid, setgroups, which act on one
+// thread) is the account's (asUser). So "-o /etc/passwd" or an output
+// file in the broker's state directory fails with "permission denied",
+// and output files belong to the job's user.
+//
+// The job's environment is Spec.Env and nothing else: none of the
+// executor's own environment (say the broker's STRATA_CREDS) reaches it.
+// A job with a named account gets HOME, USER, LOGNAME and SHELL from the
+// account, replacing those of Env. Under a root executor jobs start with
+// umask 0022 (Slurm's default; output files are created 0644 either way),
+// so files a job creates are readable by others unless the job sets a
+// stricter umask, as under Slurm.
+//
+// Errors about the working directory and the command of such a job are
+// found by the keeper as the account too: checked with the executor's
+// privileges, "no such file" against "permission denied" would tell
+// anyone whether a path under /root exists.
+//
+// # Cgroups
+//
+// Where cgroup v2 is mounted (/sys/fs/cgroup, or /sys/fs/cgroup/unified on
+// a hybrid system) and the executor may create cgroups below its own (or
+// below LocalOptions.CgroupRoot), every job runs in a cgroup of its own,
+// BASE/ID, BASE being strata-HASH (HASH of the state directory, so that
+// two brokers' executors never share one). The keeper creates it and
+// forks the job straight into it (clone3 with CLONE_INTO_CGROUP), so no
+// fork of the job can happen outside. Signals go to the job's process
+// group and to every process of its cgroup outside that group; when the
+// main process exits, the cgroup is killed (cgroup.kill), its CPU time
+// (cpu.stat) and peak memory (memory.peak, where the memory controller is
+// enabled) go into the Exit, and it is removed. A process that double-
+// forks or calls setsid is thus still the job's. Without cgroups (cgroup
+// v1 only, no delegation, or CgroupRoot "none"), NewLocal logs a warning
+// once, jobs are contained by their process groups only, and Exit's usage
+// comes from wait4's rusage of the main process.
+//
+// On the reference VM (hybrid cgroups, /sys/fs/cgroup/unified writable by
+// root, no controllers enabled there) jobs get cgroups, CPU time is
+// accounted and memory is not.
 package executor

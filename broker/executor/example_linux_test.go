@@ -17,7 +17,7 @@ func ExampleLocal() {
 	defer os.RemoveAll(state)
 	defer os.RemoveAll(work)
 
-	l, err := executor.NewLocal(executor.LocalOptions{StateDir: state})
+	l, err := executor.NewLocal(executor.LocalOptions{StateDir: state, AllowRoot: true})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -71,13 +71,34 @@ type Spec struct {
 	// directory.
 	Dir string
 
-	// Env is the job's complete environment, passed through unchanged
-	// (see JobEnv for the variables the broker adds).
+	// Env is the job's environment, passed through unchanged (see JobEnv
+	// for the variables the broker adds), except that a job run as a
+	// named User gets HOME, USER, LOGNAME and SHELL from that account
+	// (replacing any in Env). Nothing of the executor's own environment
+	// reaches the job.
 	Env []string
 
+	// User is the Unix account the job runs as, resolved on this machine
+	// at Start (uid, primary gid, supplementary groups, home directory
+	// and shell). Empty means the executor's own account. An executor
+	// running as root runs each job with the account's credentials and
+	// refuses an account with uid 0 unless LocalOptions.AllowRoot is set;
+	// one not running as root runs jobs only as its own account. An
+	// account unknown here, or one the executor may not run as, is a
+	// *StartError with Op "user" (errors.Is ErrNoAccount, ErrRootJob or
+	// ErrOtherAccount).
+	User string
+
+	// Nodes are the job's nodes, in order. Local ignores them (every
+	// node is this machine); a remote executor (package agent) runs the
+	// job on the agent of the first, as Slurm runs a batch script on the
+	// first node of its allocation.
+	Nodes []string
+
 	// Stdout and Stderr are the files the job's output goes to, created
-	// with mode 0644 (truncated if they exist; an existing file keeps its
-	// mode). Relative paths are relative to Dir. Empty means the defaults,
+	// by the job's account with mode 0644 (truncated if they exist; an
+	// existing file keeps its mode): a job cannot create or truncate a
+	// file its account could not write itself. Relative paths are relative to Dir. Empty means the defaults,
 	// DefaultStdout and DefaultStderr expanded for ID. ExpandPath turns
 	// user templates (-o/-e) into paths. Both may name the same file.
 	// The default stderr file is removed when the job exits if nothing
@@ -90,7 +111,10 @@ type Spec struct {
 // unrelated process that later got the same PID. The broker persists it
 // as returned by Start, as JSON if it likes; the field tags are stable.
 type Record struct {
-	ID   string `json:"id"`
+	ID string `json:"id"`
+	// Node is the node whose agent runs the job (package agent); empty
+	// for a job of the broker's own Local executor.
+	Node string `json:"node,omitempty"`
 	PID  int    `json:"pid"`  // the job's main process
 	PGID int    `json:"pgid"` // its process group (equal to PID)
 
@@ -110,6 +134,11 @@ type Record struct {
 
 	Stdout string `json:"stdout"`
 	Stderr string `json:"stderr"`
+
+	// Cgroup is the job's cgroup v2 directory, where the executor runs
+	// jobs in cgroups of their own (see the package documentation);
+	// empty otherwise.
+	Cgroup string `json:"cgroup,omitempty"`
 
 	// KeeperPID and KeeperStart identify the process that is the job's
 	// parent and writes StatusFile (see the package documentation). A job
@@ -139,6 +168,15 @@ type Exit struct {
 	EndedAt   time.Time `json:"ended_at"`
 	Lost      bool      `json:"lost,omitempty"`
 	Err       string    `json:"err,omitempty"`
+
+	// CPU is the CPU time (user plus system) the job used, and MaxRSS its
+	// peak memory in bytes: read from the job's cgroup (every process of
+	// the job; MaxRSS only where the memory controller is enabled), or
+	// without cgroups from the rusage of its main process and the
+	// descendants that process waited for (MaxRSS then being the largest
+	// single process). Zero when unknown (a Lost job).
+	CPU    time.Duration `json:"cpu,omitempty"`
+	MaxRSS int64         `json:"max_rss,omitempty"`
 }
 
 // Errors callers branch on. Wrapped errors carry the details; test them
@@ -157,26 +195,52 @@ var (
 
 	// ErrClosed: the executor has been closed.
 	ErrClosed = errors.New("executor: closed")
+
+	// ErrNoAccount: Spec.User names no Unix account on this machine.
+	ErrNoAccount = errors.New("executor: no such Unix account")
+
+	// ErrRootJob: the job would run as root (uid 0), and the executor
+	// was not allowed to (LocalOptions.AllowRoot).
+	ErrRootJob = errors.New("executor: jobs may not run as root")
+
+	// ErrOtherAccount: an executor not running as root was asked to run
+	// a job as another account, which it cannot.
+	ErrOtherAccount = errors.New("executor: cannot run jobs as another account")
 )
 
-// StartError is returned by Start when the job cannot be launched: the
-// working directory is missing, the command cannot be found or executed, or
-// an output file cannot be created. Err is the underlying cause
+// accountError is the Err of a StartError with Op "user": a sentence for
+// people, and the sentinel for programs.
+type accountError struct {
+	msg  string
+	kind error // ErrNoAccount, ErrRootJob or ErrOtherAccount
+}
+
+func (e *accountError) Error() string { return e.msg }
+func (e *accountError) Unwrap() error { return e.kind }
+
+// StartError is returned by Start when the job cannot be launched: its
+// Unix account is unknown or not allowed, the working directory is missing
+// or out of the account's reach, the command cannot be found or executed,
+// or an output file cannot be created. Err is the underlying cause
 // (errors.Is(err, fs.ErrNotExist), errors.Is(err, exec.ErrNotFound),
 // errors.Is(err, fs.ErrPermission) work through it).
 type StartError struct {
 	ID   string // the job
-	Op   string // what failed: "workdir", "command", "stdout", "stderr" or "exec"
-	Path string // the directory, command or file concerned
+	Op   string // what failed: "user", "workdir", "command", "stdout", "stderr", "cgroup" or "exec"
+	Path string // the account, directory, command or file concerned
 	Err  error
 }
 
 func (e *StartError) Error() string {
+	if e.Op == "user" {
+		return fmt.Sprintf("executor: job %s: %v", e.ID, e.Err)
+	}
 	what := map[string]string{
 		"workdir": "working directory",
 		"command": "command",
 		"stdout":  "stdout file",
 		"stderr":  "stderr file",
+		"cgroup":  "cannot create the job's cgroup",
 		"exec":    "cannot run command",
 	}[e.Op]
 	if what == "" {

@@ -4,6 +4,7 @@ package executor_test
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/strata-hpc/strata/broker/executor"
+	"github.com/strata-hpc/strata/internal/unixtest"
 )
 
 // BenchmarkLocal starts and reaps trivial jobs (/bin/true) through a Local
@@ -27,21 +29,58 @@ func BenchmarkLocal(b *testing.B) {
 	for _, par := range []int{1, 2, 4, 8} {
 		for _, out := range []string{"files", "devnull"} {
 			b.Run(fmt.Sprintf("par=%d/out=%s", par, out), func(b *testing.B) {
-				benchLocal(b, par, out == "devnull")
+				benchLocal(b, par, out == "devnull", executor.LocalOptions{}, "")
 			})
 		}
 	}
 }
 
-func benchLocal(b *testing.B, par int, devnull bool) {
-	l, err := executor.NewLocal(executor.LocalOptions{StateDir: b.TempDir()})
+// BenchmarkLocalAs is BenchmarkLocal/par=4/out=files with what issue 12
+// added: a cgroup per job (cg=on: create, clone into, kill, read
+// cpu.stat, remove), and jobs run as another account (user=other: the
+// account lookup, the output files created on a thread with the account's
+// fsuid, setuid in the child). user=other needs root and useradd.
+//
+//	go test -run '^$' -bench LocalAs -benchtime 2000x -count 5 ./broker/executor/
+func BenchmarkLocalAs(b *testing.B) {
+	for _, user := range []string{"self", "other"} {
+		for _, cg := range []string{"off", "on"} {
+			b.Run("user="+user+"/cg="+cg, func(b *testing.B) {
+				opts := executor.LocalOptions{CgroupRoot: "none"}
+				if cg == "on" {
+					opts.CgroupRoot = ""
+				}
+				account, dir := "", ""
+				if user == "other" {
+					a := unixtest.Create(b, 1)[0]
+					account, dir = a.Name, a.Home
+				}
+				benchLocal(b, 4, false, opts, account, dir)
+			})
+		}
+	}
+}
+
+// benchLocal runs the benchmark with opts (StateDir and AllowRoot set
+// here), the jobs run as account in dir ("": as self, in a fresh
+// directory).
+func benchLocal(b *testing.B, par int, devnull bool, opts executor.LocalOptions, account string, dirs ...string) {
+	opts.StateDir, opts.AllowRoot = b.TempDir(), true
+	opts.Logger = slog.New(slog.DiscardHandler)
+	l, err := executor.NewLocal(opts)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer l.Close()
+	if opts.CgroupRoot == "" && executor.CgroupDir(l) == "" {
+		b.Skip("no cgroup v2 delegation here")
+	}
 	dir := b.TempDir()
+	if len(dirs) > 0 && dirs[0] != "" {
+		dir = dirs[0]
+	}
 	spec := func(id string) executor.Spec {
-		s := executor.Spec{ID: id, Argv: []string{"true"}, Dir: dir, Env: testEnv}
+		s := executor.Spec{ID: id, User: account, Argv: []string{"true"}, Dir: dir, Env: testEnv}
 		if devnull {
 			s.Stdout, s.Stderr = os.DevNull, os.DevNull
 		}

@@ -11,3 +11,18 @@ func KeeperPID(l *Local) int {
 	}
 	return l.kc.pid
 }
+
+// PasswdShell exports passwdShell.
+var PasswdShell = passwdShell
+
+// AccountEnv exports accountEnv for an account with the given name, home
+// and shell.
+func AccountEnv(env []string, name, home, shell string) []string {
+	return accountEnv(env, &account{name: name, home: home, shell: shell})
+}
+
+// CgroupDir returns the directory of l's job cgroups, "" if it has none.
+func CgroupDir(l *Local) string { return l.cg }
+
+// ParseCgroup2Mount exports parseCgroup2Mount.
+var ParseCgroup2Mount = parseCgroup2Mount

@@ -29,6 +29,9 @@ func TestMain(m *testing.M) {
 		brokerHelper(dir, os.Getenv("EXECUTOR_TEST_BROKER_WORKDIR"))
 		return
 	}
+	if other := os.Getenv("EXECUTOR_TEST_NONROOT_OTHER"); other != "" {
+		os.Exit(nonRootHelper(other))
+	}
 	if st := os.Getenv("EXECUTOR_TEST_SHIM_STATUS"); st != "" {
 		os.Exit(goShim(st, os.Args[1:]))
 	}
@@ -39,7 +42,7 @@ func TestMain(m *testing.M) {
 }
 
 func brokerHelper(stateDir, workDir string) {
-	l, err := executor.NewLocal(executor.LocalOptions{StateDir: stateDir})
+	l, err := executor.NewLocal(executor.LocalOptions{StateDir: stateDir, AllowRoot: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -141,7 +144,7 @@ func (c *collector) none(t testing.TB, id string, d time.Duration) {
 func newLocal(t testing.TB) (*executor.Local, *collector, string) {
 	t.Helper()
 	state := t.TempDir()
-	l, err := executor.NewLocal(executor.LocalOptions{StateDir: state, StatusWait: 5 * time.Second})
+	l, err := executor.NewLocal(executor.LocalOptions{StateDir: state, StatusWait: 5 * time.Second, AllowRoot: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"sync"
@@ -50,13 +51,19 @@ type request struct {
 
 	Sig int `json:"sig,omitempty"` // signal
 
-	Path       string   `json:"path,omitempty"` // start: resolved argv[0]
+	Path       string   `json:"path,omitempty"` // start: resolved argv[0]; empty: the keeper resolves it (as Cred)
 	Argv       []string `json:"argv,omitempty"`
 	Dir        string   `json:"dir,omitempty"`
 	Env        []string `json:"env,omitempty"`
 	Stdout     string   `json:"stdout,omitempty"`
 	Stderr     string   `json:"stderr,omitempty"`
 	StatusFile string   `json:"status_file,omitempty"`
+	// Cred, when set, is the account the job runs as: the keeper checks
+	// the working directory and command, and creates the output files,
+	// with its identity, then forks the job with it.
+	Cred *credential `json:"cred,omitempty"`
+	// Cgroup, when set, is the cgroup to create and start the job in.
+	Cgroup string `json:"cgroup,omitempty"`
 	// DropEmptyStderr: Stderr is the default file, not one the user
 	// asked for, and is removed at the job's exit if nothing was
 	// written to it.
@@ -128,6 +135,8 @@ type keeper struct {
 
 	starts  sync.WaitGroup // start requests in flight
 	running sync.WaitGroup // jobs whose exit is not yet recorded
+	cleanup sync.WaitGroup // job cgroups being removed
+	bases   sync.Map       // the directories of job cgroups seen, to remove at exit
 	sem     chan struct{}  // bounds concurrent forks
 }
 
@@ -139,6 +148,8 @@ type unreleased struct {
 type keptJob struct {
 	id, statusFile string
 	dropStderr     string // the default stderr file, removed at exit if empty
+	cred           *credential
+	cgroup         string // its cgroup; "": none
 	pid            int
 	procStart      uint64
 	startedAt      time.Time
@@ -181,8 +192,16 @@ func keeperMain() int {
 		}
 	}()
 
-	umask := syscall.Umask(0)
-	syscall.Umask(umask)
+	// A root keeper runs jobs of other accounts, which get the umask
+	// Slurm gives by default, not whatever the broker was started with.
+	var umask int
+	if os.Geteuid() == 0 {
+		umask = 0o022
+		syscall.Umask(umask)
+	} else {
+		umask = syscall.Umask(0)
+		syscall.Umask(umask)
+	}
 	k := &keeper{
 		devnull:    devnull,
 		umask:      umask,
@@ -239,6 +258,13 @@ func keeperMain() int {
 	}
 	k.starts.Wait()
 	k.running.Wait()
+	k.cleanup.Wait()
+	// The cgroup directories of this executor, if empty now: a new
+	// keeper makes them again.
+	k.bases.Range(func(dir, _ any) bool {
+		os.Remove(dir.(string))
+		return true
+	})
 	return 0
 }
 
@@ -252,31 +278,91 @@ func (k *keeper) start(r request) {
 	ev := event{Seq: r.Seq, Op: "started", ID: r.ID}
 	var created []string // output files to remove if the start fails
 	fail := func(op, path string, err error) {
-		for _, p := range created {
-			os.Remove(p)
-		}
+		asUser(r.Cred, func() error {
+			for _, p := range created {
+				os.Remove(p)
+			}
+			return nil
+		})
 		ev.setErr(op, path, err)
 		k.out.send(ev)
 	}
-	stdout, isNew, err := k.openOutput(r.Stdout)
+	// Everything the job's account must be able to do, the keeper does
+	// as that account: reach the working directory, execute the command,
+	// create or truncate the output files (which it then owns).
+	var (
+		stdout, stderr *os.File
+		failOp         string
+		failPath       string
+	)
+	err := asUser(r.Cred, func() error {
+		if r.Cred != nil {
+			err := checkDir(r.Dir)
+			if err == nil {
+				err = unix.Faccessat2(unix.AT_FDCWD, r.Dir, unix.X_OK, unix.AT_EACCESS)
+			}
+			if err != nil {
+				failOp, failPath = "workdir", r.Dir
+				return err
+			}
+			if r.Path == "" {
+				if r.Path, err = lookPath(r.Argv[0], r.Dir, r.Env); err != nil {
+					failOp, failPath = "command", r.Argv[0]
+					return err
+				}
+			}
+			if err := unix.Faccessat2(unix.AT_FDCWD, r.Path, unix.X_OK, unix.AT_EACCESS); err != nil {
+				failOp, failPath = "exec", r.Path
+				return err
+			}
+		}
+		f, isNew, err := k.openOutput(r.Stdout)
+		if err != nil {
+			failOp, failPath = "stdout", r.Stdout
+			return unwrapPathError(err)
+		}
+		stdout, stderr = f, f
+		if isNew {
+			created = append(created, r.Stdout)
+		}
+		if r.Stderr != r.Stdout {
+			if stderr, isNew, err = k.openOutput(r.Stderr); err != nil {
+				failOp, failPath = "stderr", r.Stderr
+				return unwrapPathError(err)
+			}
+			if isNew {
+				created = append(created, r.Stderr)
+			}
+		}
+		return nil
+	})
+	if stdout != nil {
+		defer stdout.Close()
+	}
+	if stderr != nil && stderr != stdout {
+		defer stderr.Close()
+	}
 	if err != nil {
-		fail("stdout", r.Stdout, unwrapPathError(err))
+		if failOp == "" {
+			failOp, failPath = "user", r.ID // switching identity failed
+		}
+		fail(failOp, failPath, err)
 		return
 	}
-	defer stdout.Close()
-	if isNew {
-		created = append(created, r.Stdout)
+	sys := &syscall.SysProcAttr{Setpgid: true}
+	if c := r.Cred; c != nil {
+		sys.Credential = &syscall.Credential{Uid: c.UID, Gid: c.GID, Groups: c.Groups}
 	}
-	stderr := stdout
-	if r.Stderr != r.Stdout {
-		if stderr, isNew, err = k.openOutput(r.Stderr); err != nil {
-			fail("stderr", r.Stderr, unwrapPathError(err))
+	if r.Cgroup != "" {
+		k.bases.Store(filepath.Dir(r.Cgroup), true)
+		cgf, err := makeJobCgroup(r.Cgroup)
+		if err != nil {
+			fail("cgroup", r.Cgroup, unwrapPathError(err))
 			return
 		}
-		defer stderr.Close()
-		if isNew {
-			created = append(created, r.Stderr)
-		}
+		defer cgf.Close()
+		// Born in it: no fork of the job's can happen outside.
+		sys.UseCgroupFD, sys.CgroupFD = true, int(cgf.Fd())
 	}
 	// Not before: opening an output file may block (a FIFO), and the
 	// reaper must not wait for that.
@@ -286,13 +372,16 @@ func (k *keeper) start(r request) {
 		Dir:   r.Dir,
 		Env:   r.Env,
 		Files: []uintptr{k.devnull.Fd(), stdout.Fd(), stderr.Fd()},
-		Sys:   &syscall.SysProcAttr{Setpgid: true},
+		Sys:   sys,
 	})
 	if err != nil {
+		if r.Cgroup != "" {
+			os.Remove(r.Cgroup)
+		}
 		fail("exec", r.Path, err)
 		return
 	}
-	j := &keptJob{id: r.ID, statusFile: r.StatusFile, pid: pid, startedAt: time.Now()}
+	j := &keptJob{id: r.ID, statusFile: r.StatusFile, pid: pid, startedAt: time.Now(), cred: r.Cred, cgroup: r.Cgroup}
 	if r.DropEmptyStderr && r.Stderr != r.Stdout {
 		j.dropStderr = r.Stderr
 	}
@@ -340,6 +429,9 @@ func (k *keeper) signal(r request) {
 		ev.setErr("signal", r.ID, syscall.ESRCH)
 	} else if err := unix.Kill(-j.pid, syscall.Signal(r.Sig)); err != nil {
 		ev.setErr("signal", r.ID, err)
+	} else if j.cgroup != "" {
+		// and whatever left the group but not the cgroup
+		signalCgroup(j.cgroup, j.pid, syscall.Signal(r.Sig))
 	}
 	k.out.send(ev)
 }
@@ -352,7 +444,8 @@ func (k *keeper) reapAll() {
 	for {
 		k.reap.Lock()
 		var ws syscall.WaitStatus
-		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		var ru syscall.Rusage
+		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, &ru)
 		if pid <= 0 || err != nil {
 			k.reap.Unlock()
 			return
@@ -367,20 +460,34 @@ func (k *keeper) reapAll() {
 			}
 		}
 		k.mu.Unlock()
+		var used usage
 		if j != nil {
 			// Leftovers still hold the group ID, so it cannot have been
 			// reused yet; with no leftovers this is ESRCH.
 			unix.Kill(-pid, syscall.SIGKILL)
+			if j.cgroup != "" {
+				used = cgroupUsage(j.cgroup)
+				killCgroup(j.cgroup) // what left the group too
+				k.cleanup.Add(1)
+				go func(cg string) {
+					defer k.cleanup.Done()
+					if err := removeCgroup(cg, 10*time.Second); err != nil {
+						fmt.Fprintf(os.Stderr, "strata executor keeper: job %s: %v\n", j.id, err)
+					}
+				}(j.cgroup)
+			} else {
+				used = rusageUsage(&ru)
+			}
 		}
 		k.reap.Unlock()
 		if j == nil {
 			continue // an orphaned grandchild, reparented to us
 		}
 		if j.dropStderr != "" {
-			dropEmpty(j.dropStderr)
+			asUser(j.cred, func() error { dropEmpty(j.dropStderr); return nil })
 		}
 		code, sig := decodeWait(ws)
-		s := status{ID: j.id, PID: pid, ProcStart: j.procStart, ExitCode: code, Signal: sig, StartedAt: j.startedAt, EndedAt: ended}
+		s := status{ID: j.id, PID: pid, ProcStart: j.procStart, ExitCode: code, Signal: sig, StartedAt: j.startedAt, EndedAt: ended, usage: used}
 		k.mu.Lock()
 		detached := k.detached
 		if !detached {

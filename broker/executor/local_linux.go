@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -33,6 +34,28 @@ type LocalOptions struct {
 	// gone, for its still-running keeper to write the status file before
 	// calling the job Lost. Default 10s.
 	StatusWait time.Duration
+
+	// AllowRoot lets jobs run as root (uid 0): a Spec naming an account
+	// with uid 0, or naming none while the executor itself runs as root.
+	// Without it such a job is refused (ErrRootJob), so that no job can
+	// read the broker's state or overwrite what root can.
+	AllowRoot bool
+
+	// Node names this machine in errors that reach users ("no Unix
+	// account alice on node n3"). Default: the host name.
+	Node string
+
+	// Logger receives the executor's lines at start saying whom jobs run
+	// as and whether they get cgroups. Default: slog.Default().
+	Logger *slog.Logger
+
+	// CgroupRoot is the cgroup v2 directory below which jobs get cgroups
+	// of their own (in a subdirectory named after StateDir). Default: the
+	// executor's own cgroup, where cgroup v2 is mounted and the executor
+	// may create cgroups there (root, or a delegated subtree); "none"
+	// turns cgroups off. Without cgroups jobs are contained by their
+	// process groups only, which setsid or a double fork escapes.
+	CgroupRoot string
 }
 
 // Local runs jobs as processes on this machine. See the package
@@ -40,6 +63,9 @@ type LocalOptions struct {
 // concurrent use.
 type Local struct {
 	opts  LocalOptions
+	euid  int      // the executor's own effective uid
+	self  *account // and its account
+	cg    string   // the directory of the jobs' cgroups; "": none
 	exits chan Exit
 	wake  chan struct{} // an Exit was queued
 	stop  chan struct{} // closed by Close
@@ -76,6 +102,12 @@ func NewLocal(opts LocalOptions) (*Local, error) {
 	if opts.StatusWait <= 0 {
 		opts.StatusWait = 10 * time.Second
 	}
+	if opts.Node == "" {
+		opts.Node, _ = os.Hostname()
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
 	abs, err := filepath.Abs(opts.StateDir)
 	if err != nil {
 		return nil, fmt.Errorf("executor: state directory: %w", err)
@@ -84,8 +116,30 @@ func NewLocal(opts LocalOptions) (*Local, error) {
 	if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("executor: state directory: %w", err)
 	}
+	euid := os.Geteuid()
+	self, err := lookupAccountID(euid)
+	if err != nil {
+		// A container may run us under a uid without a passwd entry.
+		self = &account{name: "uid " + strconv.Itoa(euid), uid: uint32(euid), gid: uint32(os.Getegid()), shell: "/bin/sh"}
+	}
+	if euid == 0 {
+		opts.Logger.Info("executor: running as root: each job runs as its user's Unix account", "node", opts.Node, "allow_root_jobs", opts.AllowRoot)
+	} else {
+		opts.Logger.Info("executor: not running as root: jobs run only as this executor's own account", "node", opts.Node, "account", self.name, "uid", euid)
+	}
+	var cg string
+	if opts.CgroupRoot != cgroupNone {
+		if cg, err = findCgroupBase(opts.CgroupRoot, opts.StateDir); err != nil {
+			opts.Logger.Warn("executor: no cgroups: jobs are contained by their process groups only, which setsid or a double fork escapes, and their memory is not accounted", "node", opts.Node, "reason", err)
+		} else {
+			opts.Logger.Info("executor: each job runs in a cgroup v2 of its own", "node", opts.Node, "cgroups", cg)
+		}
+	}
 	l := &Local{
 		opts:  opts,
+		euid:  euid,
+		self:  self,
+		cg:    cg,
 		exits: make(chan Exit),
 		wake:  make(chan struct{}, 1),
 		stop:  make(chan struct{}),
@@ -113,14 +167,22 @@ func (l *Local) Start(spec Spec) (Record, error) {
 	if !filepath.IsAbs(spec.Dir) {
 		return Record{}, fmt.Errorf("%w: job %s: working directory %q is not an absolute path", ErrInvalidSpec, spec.ID, spec.Dir)
 	}
-	if fi, err := os.Stat(spec.Dir); err != nil {
-		return Record{}, &StartError{ID: spec.ID, Op: "workdir", Path: spec.Dir, Err: unwrapPathError(err)}
-	} else if !fi.IsDir() {
-		return Record{}, &StartError{ID: spec.ID, Op: "workdir", Path: spec.Dir, Err: syscall.ENOTDIR}
-	}
-	path, err := lookPath(spec.Argv[0], spec.Dir, spec.Env)
+	cred, env, err := l.resolveUser(spec)
 	if err != nil {
-		return Record{}, &StartError{ID: spec.ID, Op: "command", Path: spec.Argv[0], Err: err}
+		return Record{}, err
+	}
+	// A job of another account has its directory and command checked
+	// by the keeper, as that account: checked here, with the executor's
+	// privileges, "no such file" against "permission denied" would tell
+	// anyone whether /root/.ssh exists.
+	path := ""
+	if cred == nil {
+		if err := checkDir(spec.Dir); err != nil {
+			return Record{}, &StartError{ID: spec.ID, Op: "workdir", Path: spec.Dir, Err: err}
+		}
+		if path, err = lookPath(spec.Argv[0], spec.Dir, env); err != nil {
+			return Record{}, &StartError{ID: spec.ID, Op: "command", Path: spec.Argv[0], Err: err}
+		}
 	}
 	rec := Record{
 		ID:         spec.ID,
@@ -129,10 +191,13 @@ func (l *Local) Start(spec Spec) (Record, error) {
 		Stdout:     outputPath(spec.Stdout, DefaultStdout, spec),
 		Stderr:     outputPath(spec.Stderr, DefaultStderr, spec),
 	}
+	if l.cg != "" {
+		rec.Cgroup = filepath.Join(l.cg, spec.ID)
+	}
 
 	req := request{
-		Op: "start", ID: spec.ID, Path: path, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env,
-		Stdout: rec.Stdout, Stderr: rec.Stderr, StatusFile: rec.StatusFile,
+		Op: "start", ID: spec.ID, Path: path, Argv: spec.Argv, Dir: spec.Dir, Env: env, Cred: cred,
+		Stdout: rec.Stdout, Stderr: rec.Stderr, StatusFile: rec.StatusFile, Cgroup: rec.Cgroup,
 		DropEmptyStderr: spec.Stderr == "",
 	}
 	var ev event
@@ -264,6 +329,9 @@ func (l *Local) signal(j *job, sig syscall.Signal) error {
 		}
 		return fmt.Errorf("executor: signal job %s: %w", rec.ID, err)
 	}
+	if rec.Cgroup != "" {
+		signalCgroup(rec.Cgroup, rec.PGID, sig)
+	}
 	return nil
 }
 
@@ -328,6 +396,11 @@ func (l *Local) watchLocked(j *job) {
 			return // closed
 		}
 		if e, ok := l.recover(rec); ok {
+			if rec.Cgroup != "" && e.Lost {
+				// Its keeper, which would have, cannot clean up.
+				killCgroup(rec.Cgroup)
+				removeCgroup(rec.Cgroup, time.Second)
+			}
 			l.finish(j, e)
 		}
 	}()

@@ -409,7 +409,7 @@ func TestStartErrors(t *testing.T) {
 // are released), but for every unreleased exit once it has gone.
 func TestRelease(t *testing.T) {
 	state := t.TempDir()
-	l, err := executor.NewLocal(executor.LocalOptions{StateDir: state})
+	l, err := executor.NewLocal(executor.LocalOptions{StateDir: state, AllowRoot: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -473,7 +473,7 @@ func TestRelease(t *testing.T) {
 // adopted by executor B on the same state directory.
 func TestAdopt(t *testing.T) {
 	state := t.TempDir()
-	a, err := executor.NewLocal(executor.LocalOptions{StateDir: state})
+	a, err := executor.NewLocal(executor.LocalOptions{StateDir: state, AllowRoot: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -488,7 +488,7 @@ func TestAdopt(t *testing.T) {
 	a.Close()
 	waitFile(t, recDone.StatusFile, "exit_code")
 
-	b, err := executor.NewLocal(executor.LocalOptions{StateDir: state})
+	b, err := executor.NewLocal(executor.LocalOptions{StateDir: state, AllowRoot: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -645,7 +645,7 @@ func TestKeeperDeath(t *testing.T) {
 }
 
 func TestClose(t *testing.T) {
-	l, err := executor.NewLocal(executor.LocalOptions{StateDir: t.TempDir()})
+	l, err := executor.NewLocal(executor.LocalOptions{StateDir: t.TempDir(), AllowRoot: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -675,7 +675,7 @@ func TestClose(t *testing.T) {
 // status file once the broker is gone. No job is lost in between.
 func TestCloseWhileStarting(t *testing.T) {
 	state := t.TempDir()
-	l, err := executor.NewLocal(executor.LocalOptions{StateDir: state})
+	l, err := executor.NewLocal(executor.LocalOptions{StateDir: state, AllowRoot: true})
 	if err != nil {
 		t.Fatal(err)
 	}

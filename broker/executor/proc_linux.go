@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -132,6 +133,18 @@ func waitGone(pid int, start uint64, poll time.Duration, done <-chan struct{}) b
 		}
 	}
 	return true
+}
+
+// checkDir reports why dir cannot be a job's working directory, or nil.
+func checkDir(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return unwrapPathError(err)
+	}
+	if !fi.IsDir() {
+		return syscall.ENOTDIR
+	}
+	return nil
 }
 
 // lookPath resolves a job's argv[0] as described on Spec.Argv.

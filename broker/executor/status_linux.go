@@ -20,10 +20,11 @@ type status struct {
 	Signal    string    `json:"signal,omitempty"`
 	StartedAt time.Time `json:"started_at"`
 	EndedAt   time.Time `json:"ended_at"`
+	usage
 }
 
 func (s status) exit() Exit {
-	return Exit{ID: s.ID, ExitCode: s.ExitCode, Signal: s.Signal, StartedAt: s.StartedAt, EndedAt: s.EndedAt}
+	return Exit{ID: s.ID, ExitCode: s.ExitCode, Signal: s.Signal, StartedAt: s.StartedAt, EndedAt: s.EndedAt, CPU: s.CPU, MaxRSS: s.MaxRSS}
 }
 
 // decodeWait turns a wait status into an exit code and signal name, by the

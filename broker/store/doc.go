@@ -15,8 +15,13 @@
 //	              "session.PATH.BACKEND" a QPUSession
 //	              "backend.NAME"         a QPUBackend
 //	strata_meta   "ids"                 the IDs handed out so far (IDs)
+//	              "lease"               the active broker's lease (Lease)
+//	every bucket the runtime writes, and the archive stream (its
+//	subject strata.archive._fence):
+//	              "_fence"              the active broker's fence (Fence)
 //	strata_users  "NAME"                a User
 //	strata_revoked "PUBKEY"             a Revocation
+//	strata_nodes  "NAME"                a Node (a node down or drained, or once so)
 //
 // The kind of a record follows from its bucket and key, never from its
 // contents.

@@ -36,6 +36,11 @@ type Meta struct {
 	Key     string            `json:"key,omitempty"`    // the submission's idempotency key
 	NTasks  int               `json:"ntasks,omitempty"` // submit -n: exported as STRATA_NTASKS
 	Nice    int               `json:"nice,omitempty"`   // submit --nice, as given
+	// CPU (microseconds) and MaxRSS (bytes) are what the job's processes
+	// used, as its executor measured at its end (executor.Exit); 0 when
+	// unknown.
+	CPU    int64 `json:"cpu_us,omitempty"`
+	MaxRSS int64 `json:"max_rss,omitempty"`
 }
 
 // Job is a job as persisted (version 2).

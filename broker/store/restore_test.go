@@ -20,6 +20,7 @@ func TestGoldenStateRestores(t *testing.T) {
 			var jobs []instance.Job
 			var resvs []instance.Resv
 			var q QPURecords
+			var states []instance.NodeState
 			for _, g := range readGolden(t, v) {
 				d := decode(t, g)
 				switch g.bucket {
@@ -27,6 +28,8 @@ func TestGoldenStateRestores(t *testing.T) {
 					jobs = append(jobs, d.job)
 				case ResvsBucket:
 					resvs = append(resvs, d.resv)
+				case NodesBucket:
+					states = append(states, d.node)
 				case QPUBucket:
 					q.Jobs = append(q.Jobs, d.qpu.Jobs...)
 					q.Sessions = append(q.Sessions, d.qpu.Sessions...)
@@ -39,6 +42,9 @@ func TestGoldenStateRestores(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				if _, err := in.RestoreNodes(states); err != nil {
+					t.Fatalf("restore the node states: %v", err)
+				}
 				if _, err := in.Restore(now, resvs, jobs); err != nil {
 					t.Fatalf("restore the core: %v", err)
 				}
@@ -46,6 +52,9 @@ func TestGoldenStateRestores(t *testing.T) {
 					t.Fatalf("restore the QPU records: %v", err)
 				}
 				return in
+			}
+			if s, _ := restore(0).NodeState("n3"); v == "v2" && (!s.Down || !s.Drained || s.DrainedBy != "admin") {
+				t.Errorf("node n3 restored as %+v", s)
 			}
 			j2, _ := restore(0).Job(2)
 			now := j2.Start + 10

@@ -27,6 +27,28 @@ type User struct {
 	Key string `json:"key,omitempty"`
 	// Expires is when the current credentials stop working (zero: never).
 	Expires time.Time `json:"expires,omitzero"`
+	// Unix is the Unix account the user's jobs run as; empty (as in
+	// every record written before it existed) means the user's own name.
+	Unix string `json:"unix,omitempty"`
+}
+
+// Account is the Unix account u's jobs run as.
+func (u User) Account() string {
+	if u.Unix != "" {
+		return u.Unix
+	}
+	return u.Name
+}
+
+// EncodeUser returns the record of u to store under its name in
+// UsersBucket, at today's Version.
+func EncodeUser(u User) ([]byte, error) {
+	u.V = Version
+	data, err := json.Marshal(u)
+	if err != nil {
+		return nil, fmt.Errorf("store: encode user %s: %w", u.Name, err)
+	}
+	return data, nil
 }
 
 // DecodeUser reads the record stored under key (the user's name) in

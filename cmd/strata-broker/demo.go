@@ -57,7 +57,10 @@ func runDemo(c *cli.Context) error {
 	defer b.Shutdown()
 	nodes, _ := hostlist.Parse("node[0-15]")
 	qpus := []timeline.Pool{{Name: "qpu0", Size: 8}}
-	rt, err := b.RunInstances(broker.Resources{Nodes: nodes, QPUs: qpus, Policy: instance.EASY, KillGrace: 2 * time.Second})
+	// The demo's users, alice and bob, have no Unix accounts: their jobs
+	// run as whoever runs the demo (--run-as-self), root included.
+	rt, err := b.RunInstances(broker.Resources{Nodes: nodes, QPUs: qpus, Policy: instance.EASY, KillGrace: 2 * time.Second,
+		RunAsSelf: true, AllowRootJobs: true})
 	if err != nil {
 		return err
 	}
@@ -69,6 +72,11 @@ func runDemo(c *cli.Context) error {
 	}
 	d := &demo{w: w, b: b, dir: dir, ctx: c.Context}
 	fmt.Fprintf(w, "== broker up: %s, state in %s\n", b.URI("root"), filepath.Join(dir, "state"))
+	who := "you"
+	if os.Geteuid() == 0 {
+		who = "root (as --run-as-self --allow-root-jobs would)"
+	}
+	fmt.Fprintf(w, "== alice and bob have no Unix accounts here, so their jobs run as %s;\n   a real broker runs each job as its user's own account (see docs/security.md)\n", who)
 	if err := d.run(); err != nil {
 		return err
 	}

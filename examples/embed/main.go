@@ -44,7 +44,9 @@ func run() error {
 	}
 	defer b.Shutdown()
 	nodes, _ := hostlist.Parse("node[0-3]")
-	rt, err := b.RunInstances(broker.Resources{Nodes: nodes, KillGrace: time.Second})
+	// alice has no Unix account here: run her jobs as whoever runs the
+	// example (a real install maps each user to their own account).
+	rt, err := b.RunInstances(broker.Resources{Nodes: nodes, KillGrace: time.Second, RunAsSelf: true, AllowRootJobs: true})
 	if err != nil {
 		return err
 	}

@@ -50,7 +50,10 @@ func run(w io.Writer, busy time.Duration) error {
 	}
 	defer b.Shutdown()
 	nodes, _ := hostlist.Parse("node[0-3]")
-	rt, err := b.RunInstances(broker.Resources{Nodes: nodes, QPUs: []timeline.Pool{{Name: "qpu0", Size: 4}}, KillGrace: time.Second})
+	// The example's users have no Unix accounts: run their jobs as
+	// whoever runs the example.
+	rt, err := b.RunInstances(broker.Resources{Nodes: nodes, QPUs: []timeline.Pool{{Name: "qpu0", Size: 4}}, KillGrace: time.Second,
+		RunAsSelf: true, AllowRootJobs: true})
 	if err != nil {
 		return err
 	}

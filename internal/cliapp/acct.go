@@ -117,6 +117,11 @@ func runAcct(c *cli.Context) error {
 		for _, j := range rep.Jobs {
 			tot.add(j)
 		}
+		if rep.Resv != nil {
+			if err := out.resv(*rep.Resv, rep.ResvArchived); err != nil {
+				return err
+			}
+		}
 		if err := out.page(rep.Jobs); err != nil {
 			return err
 		}
@@ -165,6 +170,8 @@ func (t *acctTotals) list() []UserTotal {
 }
 
 type acctWriter interface {
+	// resv is the reservation --resv names, before the first page.
+	resv(rv api.Resv, archived bool) error
 	page([]api.AcctJob) error
 	close(totals []UserTotal) error
 }
@@ -191,6 +198,21 @@ type acctTable struct {
 
 func (a *acctTable) page(jobs []api.AcctJob) error { return a.t.page(jobs) }
 
+// resv prints the reservation's line, then a blank line, above the jobs.
+func (a *acctTable) resv(rv api.Resv, archived bool) error {
+	where := ""
+	if archived {
+		where = ", archived"
+	}
+	nodes := rv.Nodes
+	if nodes == "" {
+		nodes = strconv.Itoa(rv.NNodes) + " nodes"
+	}
+	_, err := fmt.Fprintf(a.w, "reservation %s (%s%s): %s to %s on %s; %d jobs ran in it, %s node-hours\n\n",
+		cell(rv.Name), rv.State, where, fmtTime(rv.Start), fmtTime(rv.End), nodes, rv.JobsRun, hours(rv.NodeHours))
+	return err
+}
+
 func (a *acctTable) close(totals []UserTotal) error {
 	if err := a.t.close(); err != nil {
 		return err
@@ -214,8 +236,15 @@ func (a *acctTable) close(totals []UserTotal) error {
 
 // acctJSON prints {"jobs": [...], "totals": [...]} once every page is in.
 type acctJSON struct {
-	w    io.Writer
-	jobs []api.AcctJob
+	w        io.Writer
+	jobs     []api.AcctJob
+	rv       *api.Resv
+	archived bool
+}
+
+func (a *acctJSON) resv(rv api.Resv, archived bool) error {
+	a.rv, a.archived = &rv, archived
+	return nil
 }
 
 func (a *acctJSON) page(jobs []api.AcctJob) error {
@@ -225,9 +254,11 @@ func (a *acctJSON) page(jobs []api.AcctJob) error {
 
 func (a *acctJSON) close(totals []UserTotal) error {
 	return printJSON(a.w, struct {
-		Jobs   []api.AcctJob `json:"jobs"`
-		Totals []UserTotal   `json:"totals"`
-	}{nonNil(a.jobs), totals})
+		Resv         *api.Resv     `json:"resv,omitempty"`
+		ResvArchived bool          `json:"resv_archived,omitempty"`
+		Jobs         []api.AcctJob `json:"jobs"`
+		Totals       []UserTotal   `json:"totals"`
+	}{a.rv, a.archived, nonNil(a.jobs), totals})
 }
 
 // acctCSV prints one line per job as it comes, under a header.
@@ -261,6 +292,9 @@ func (a *acctCSV) page(jobs []api.AcctJob) error {
 	a.w.Flush()
 	return a.w.Error()
 }
+
+// resv: the CSV is one line per job; the reservation is not one.
+func (a *acctCSV) resv(api.Resv, bool) error { return nil }
 
 func (a *acctCSV) close([]UserTotal) error {
 	if !a.headed {

@@ -3,9 +3,11 @@ package cliapp
 import (
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +31,7 @@ func (b *e2eBroker) restart(args ...string) {
 		b.t.Fatal(err)
 	}
 	addr := strings.TrimSuffix(strings.TrimPrefix(b.uri, "strata://"), "/root")
-	b.cmd = exec.Command(e2eBin, append([]string{"broker", "start", "--listen", addr, "--state-dir", b.state}, args...)...)
+	b.cmd = exec.Command(e2eBin, append([]string{"broker", "start", "--listen", addr, "--state-dir", b.state}, selfArgs(args)...)...)
 	b.cmd.Stdout, b.cmd.Stderr = logf, logf
 	if err := b.cmd.Start(); err != nil {
 		b.t.Fatal(err)
@@ -165,4 +167,144 @@ func TestE2EAcct(t *testing.T) {
 	if out := b.must("admin", "jobs", "-a", "-u", "*"); strings.Count(out, "\n") != 2 {
 		t.Errorf("after a restart jobs -a lists:\n%s", out)
 	}
+}
+
+// TestE2EKeepFinishedMax: with --keep-finished-max 5 (and a retention of
+// an hour), of 12 ended jobs the 7 that ended first are archived, oldest
+// first: 'jobs -a' lists 5, 'acct' 12, and so after a restart.
+func TestE2EKeepFinishedMax(t *testing.T) {
+	args := []string{"--nodes", "node[0-3]", "--keep-finished", "1h", "--keep-finished-max", "5"}
+	b := startE2EBroker(t, args...)
+	b.must("admin", "user", "add", "alice", "-o", b.creds("alice"))
+	// One after the other ('run' waits): they end in the order of their
+	// IDs, 1 to 12.
+	var ids []string
+	for i := range 12 {
+		b.strataAs("alice", "run", "--", "sh", "-c", fmt.Sprintf("exit %d", i%2))
+		ids = append(ids, fmt.Sprint(i+1))
+	}
+	listed := func() []string {
+		var jobs []api.Job
+		if err := json.Unmarshal([]byte(b.must("alice", "jobs", "-a", "--json")), &jobs); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, j := range jobs {
+			out = append(out, j.ID.String())
+		}
+		return out
+	}
+	check := func(t *testing.T) {
+		deadline := time.Now().Add(30 * time.Second)
+		for !slices.Equal(listed(), ids[7:]) {
+			if time.Now().After(deadline) {
+				t.Fatalf("with --keep-finished-max 5, jobs -a lists %v; want %v", listed(), ids[7:])
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		jobs, totals := b.acctOf("alice")
+		if got := acctIDs(jobs); !slices.Equal(got, ids) {
+			t.Errorf("acct lists %v, want all 12: %v", got, ids)
+		}
+		for i, j := range jobs {
+			if want := i < 7; j.Archived != want {
+				t.Errorf("job %s archived %v, want %v: the 7 that ended first go, oldest first", j.ID, j.Archived, want)
+			}
+		}
+		if len(totals) != 1 || totals[0].Jobs != 12 {
+			t.Errorf("acct totals: %+v", totals)
+		}
+	}
+	t.Run("live", check)
+	b.restart(args...)
+	t.Run("after a restart", check)
+}
+
+// TestE2EAcctArchivedResvAndQPU: a DAT that ended and the QPU job that
+// ran in it leave 'resv list' and 'qpu jobs -a' after the retention (1 s),
+// and 'acct --resv' and 'qpu acct' still report them, before and after a
+// restart, which does not bring them back.
+func TestE2EAcctArchivedResvAndQPU(t *testing.T) {
+	args := []string{"--nodes", "node[0-3]", "--qpu", "qpu0:2", "--keep-finished", "1s", "--kill-grace", "200ms"}
+	b := startE2EBroker(t, args...)
+	b.must("admin", "user", "add", "alice", "-o", b.creds("alice"))
+	execCreds := filepath.Join(b.dir, "qex.creds")
+	b.must("admin", "user", "add", "qex", "--executor", "-o", execCreds)
+	ex := exec.Command(e2eBin, "qpu", "executor", "--backend", "qpu0", "--sim", "--sim-base", "20ms", "--creds", execCreds, "--uri", b.uri)
+	exLog, err := os.Create(filepath.Join(b.dir, "executor.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex.Stdout, ex.Stderr = exLog, exLog
+	if err := ex.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exLog.Close()
+	exDone := make(chan struct{})
+	go func() { ex.Wait(); close(exDone) }()
+	t.Cleanup(func() { ex.Process.Kill(); <-exDone })
+
+	start := time.Now().Truncate(time.Second).Add(3 * time.Second)
+	if err := createResv(b, api.ResvCreateRequest{Name: "physics", Start: start, End: start.Add(3 * time.Second), NodeList: "node3",
+		QPU: map[string]int{"qpu0": 1}, Users: []string{"alice"}}); err != nil {
+		t.Fatal(err)
+	}
+	inResv := b.submit("alice", "--resv", "physics", "-t", "2s", "--", "true")
+	time.Sleep(time.Until(start.Add(300 * time.Millisecond)))
+	dat := strings.TrimSpace(b.must("alice", "uri", "physics"))
+	if err := os.WriteFile(filepath.Join(b.work, "bell.txt"), []byte("h q0; cx q0 q1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	qid := strings.TrimSpace(b.must("alice", "qpu", "submit", "--uri", dat, "-b", "qpu0", "bell.txt"))
+	if out := b.must("alice", "qpu", "result", qid, "--wait", "--timeout", "20s"); !strings.Contains(out, "00") {
+		t.Fatalf("the QPU job in the DAT: %q", out)
+	}
+	b.strataAs("alice", "wait", inResv)
+	b.submit("alice", "--hold", "--", "true") // the newest job stays live; the one in the DAT may go
+
+	gone := func() bool {
+		var rvs []api.Resv
+		var qjobs []api.QPUJob
+		json.Unmarshal([]byte(b.must("admin", "resv", "list", "--json")), &rvs)
+		json.Unmarshal([]byte(b.must("admin", "qpu", "jobs", "-a", "-u", "*", "--json")), &qjobs)
+		return len(rvs) == 0 && len(qjobs) == 0
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !gone() {
+		if time.Now().After(deadline) {
+			t.Fatalf("30 s after the DAT ended: resv list %s, qpu jobs %s", b.must("admin", "resv", "list"), b.must("admin", "qpu", "jobs", "-a", "-u", "*"))
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	check := func(t *testing.T) {
+		if !gone() {
+			t.Errorf("the archived DAT or QPU job is live again: %s%s", b.must("admin", "resv", "list"), b.must("admin", "qpu", "jobs", "-a", "-u", "*"))
+		}
+		var acct struct {
+			Resv         *api.Resv     `json:"resv"`
+			ResvArchived bool          `json:"resv_archived"`
+			Jobs         []api.AcctJob `json:"jobs"`
+		}
+		if err := json.Unmarshal([]byte(b.must("admin", "acct", "--resv", "physics", "-u", "*", "--json")), &acct); err != nil {
+			t.Fatal(err)
+		}
+		if acct.Resv == nil || !acct.ResvArchived || acct.Resv.State != "ended" || acct.Resv.Nodes != "node3" || acct.Resv.JobsRun != 1 ||
+			len(acct.Jobs) != 1 || acct.Jobs[0].ID.String() != inResv {
+			t.Errorf("acct --resv physics --json: %+v", acct)
+		}
+		if out := b.must("admin", "acct", "--resv", "physics", "-u", "*"); !strings.HasPrefix(out, "reservation physics (ended, archived): ") ||
+			!strings.Contains(out, "on node3; 1 jobs ran in it") {
+			t.Errorf("acct --resv physics:\n%s", out)
+		}
+		var qa api.QPUAcctReply
+		if err := json.Unmarshal([]byte(b.must("alice", "qpu", "acct", "--json")), &qa); err != nil {
+			t.Fatal(err)
+		}
+		if len(qa.Users) != 1 || qa.Users[0].Jobs["completed"] != 1 || qa.Users[0].QPUSecs <= 0 {
+			t.Errorf("qpu acct --json: %+v", qa)
+		}
+	}
+	t.Run("archived", check)
+	b.restart(args...)
+	t.Run("after a restart", check)
 }

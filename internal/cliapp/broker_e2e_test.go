@@ -66,7 +66,7 @@ func startBrokerProc(t *testing.T, dir string, port int, args ...string) *broker
 		t.Fatal(err)
 	}
 	defer log.Close()
-	cmd := exec.Command(strataBinary(t), append([]string{"broker", "start", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--state-dir", dir}, args...)...)
+	cmd := exec.Command(strataBinary(t), append([]string{"broker", "start", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--state-dir", dir}, selfArgs(args)...)...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

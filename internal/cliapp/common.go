@@ -20,6 +20,7 @@ import (
 
 	"github.com/strata-hpc/strata/api"
 	"github.com/strata-hpc/strata/client"
+	"github.com/strata-hpc/strata/internal/when"
 )
 
 // userCommands are the commands people use day to day: submit and run jobs,
@@ -41,6 +42,8 @@ func userCommands() []*cli.Command {
 		whoamiCommand(),
 		resvCommand(), batchCommand(), allocCommand(),
 		qpuCommand(),
+		natsCommand(),
+		agentCommand(),
 	}
 	for _, c := range cmds {
 		prepare(c)
@@ -56,8 +59,13 @@ func globalFlags() []cli.Flag {
 			Usage: "the instance to talk to, strata://HOST:PORT/root/..."},
 		&cli.StringFlag{Name: "creds", EnvVars: []string{api.EnvCreds}, DefaultText: "$XDG_CONFIG_HOME/strata/LOGIN.creds",
 			Usage: "the NATS credentials file to connect with"},
+		&cli.StringFlag{Name: "timeout", EnvVars: []string{envTimeout}, DefaultText: client.DefaultTimeout.String(),
+			Usage: "how long a request may take: it is sent again, with backoff, while the broker cannot be reached (a server lost, a failover)"},
 	}
 }
+
+// envTimeout holds the default of --timeout.
+const envTimeout = "STRATA_TIMEOUT"
 
 // connFlags are globalFlags as each command accepts them (without the
 // environment, which the app's flags read).
@@ -65,6 +73,7 @@ func connFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "uri", Usage: "the instance to talk to (default $STRATA_URI, else " + api.DefaultURI.String() + ")"},
 		&cli.StringFlag{Name: "creds", Usage: "the NATS credentials file (default $STRATA_CREDS, else $XDG_CONFIG_HOME/strata/LOGIN.creds)"},
+		&cli.StringFlag{Name: "timeout", Usage: "how long a request may take, retries included (default $" + envTimeout + ", else " + client.DefaultTimeout.String() + ")"},
 	}
 }
 
@@ -77,7 +86,13 @@ func jsonFlag() cli.Flag {
 func prepare(c *cli.Command) {
 	c.OnUsageError = onUsageError
 	if c.Action != nil {
-		c.Flags = append(c.Flags, connFlags()...)
+		for _, f := range connFlags() {
+			// A command's own flag of the same name wins ('qpu result
+			// --timeout' bounds the wait); the global one still applies.
+			if !slices.ContainsFunc(c.Flags, func(g cli.Flag) bool { return slices.Contains(g.Names(), f.Names()[0]) }) {
+				c.Flags = append(c.Flags, f)
+			}
+		}
 		c.Action = guard(c.Action)
 	}
 	for _, s := range c.Subcommands {
@@ -154,12 +169,40 @@ func dial(c *cli.Context) (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	cl, err := client.Dial(u.String(), client.WithCreds(connString(c, "creds")))
+	timeout, err := requestTimeout(c)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := client.Dial(u.String(), client.WithCreds(connString(c, "creds")), client.WithTimeout(timeout))
 	if err == nil && connectedAt.IsZero() {
 		connectedAt = time.Now()
 	}
 	return cl, err
 }
+
+// requestTimeout returns --timeout (or $STRATA_TIMEOUT), default
+// client.DefaultTimeout.
+func requestTimeout(c *cli.Context) (time.Duration, error) {
+	s := ""
+	for _, cc := range c.Lineage() {
+		if slices.Contains(cc.LocalFlagNames(), "timeout") && (cc.Command == nil || !ownsTimeout(cc.Command)) {
+			s = cc.String("timeout")
+			break
+		}
+	}
+	if s == "" {
+		return client.DefaultTimeout, nil
+	}
+	d, err := when.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, usageErr(fmt.Errorf("--timeout (or %s) %q: give a duration such as 30s or 2m", envTimeout, s))
+	}
+	return d, nil
+}
+
+// ownsTimeout reports whether cmd has a --timeout of its own meaning (see
+// prepare): 'strata qpu result --wait --timeout' bounds the wait.
+func ownsTimeout(cmd *cli.Command) bool { return cmd.HelpName == "strata qpu result" }
 
 // noArgs refuses arguments to a command that takes none.
 // slotList writes QPU slots by backend as the flags take them, NAME:N,
@@ -226,16 +269,12 @@ func ctxOf(c *cli.Context) context.Context {
 	return context.Background()
 }
 
-// How submissions (submit, run, batch, alloc, qpu submit) talk to the
-// broker: each carries an idempotency key, so that a request whose reply
-// never came can be sent again and returns the first job.
-const (
-	// submitTries is how often a submission is sent when no reply comes.
-	submitTries = 3
-	// submitTimeout bounds each attempt.
-	submitTimeout = 15 * time.Second
-)
-
+// Submissions (submit, run, batch, alloc, qpu submit) carry an
+// idempotency key in their request, recorded with the job, so that a
+// request whose reply never came can be sent again, also to a broker that
+// took over, and returns the first job. The client sends it again (see
+// package client: every call is retried with backoff while no answer
+// comes, within --timeout).
 // newKey returns a random idempotency key: 16 hexadecimal digits.
 func newKey() string {
 	var b [8]byte
@@ -246,27 +285,12 @@ func newKey() string {
 // caller makes one request, as client.Client.Call does.
 type caller func(ctx context.Context, op string, req, resp any) error
 
-// callIdempotent sends req, whose idempotency key is set, again with the
-// same key while no reply comes (up to submitTries times).
-func callIdempotent(ctx context.Context, call caller, op string, req, resp any) error {
-	var err error
-	for try := 1; try <= submitTries; try++ {
-		actx, cancel := context.WithTimeout(ctx, submitTimeout)
-		err = call(actx, op, req, resp)
-		cancel()
-		if err == nil || !retryable(err) || ctx.Err() != nil {
-			break
-		}
-	}
-	return err
-}
-
 // submitJob submits req with a fresh idempotency key, sent again while
 // no reply comes.
 func submitJob(c *cli.Context, cl *client.Client, req api.SubmitRequest) (api.Job, error) {
 	req.Key = newKey()
 	var job api.Job
-	err := callIdempotent(ctxOf(c), cl.Call, api.OpSubmit, req, &job)
+	err := cl.Call(ctxOf(c), api.OpSubmit, req, &job)
 	return job, err
 }
 
@@ -278,11 +302,6 @@ func dialSubmit(c *cli.Context, req api.SubmitRequest) (api.Job, error) {
 	}
 	defer cl.Close()
 	return submitJob(c, cl, req)
-}
-
-// retryable reports whether a request may be sent again: no reply came.
-func retryable(err error) bool {
-	return isCode(err, api.CodeDeadlineExceeded) || isCode(err, api.CodeUnavailable)
 }
 
 // isCode reports whether err is an *api.Error with code.
@@ -298,7 +317,7 @@ func isCode(err error, code api.Code) bool {
 // not listed: what follows their first argument is the job's command line.
 var interspersed = map[string]bool{
 	"jobs": true, "job show": true, "job why": true, "job update": true, "job requeue": true, "attach": true, "cancel": true, "wait": true,
-	"resource list": true, "uri": true, "user add": true, "user list": true, "user show": true, "whoami": true,
+	"resource list": true, "resource drain": true, "resource undrain": true, "uri": true, "user add": true, "user list": true, "user show": true, "whoami": true,
 }
 
 // permuteArgs returns args (os.Args: the program name first) with the flags

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -111,6 +112,22 @@ type e2eBroker struct {
 	exit  chan error
 }
 
+// perUserJobs, among the arguments of startE2EBroker or startBrokerProc,
+// makes the broker run jobs as their users' Unix accounts, as a real
+// install does. Without it the test broker runs every job as the test's
+// own account (--run-as-self, and --allow-root-jobs, for CI runs as
+// root), since the tests' users have no Unix accounts.
+const perUserJobs = "\x00per-user-jobs"
+
+// selfArgs returns the broker arguments for args: perUserJobs removed, or
+// the run-as-self flags added.
+func selfArgs(args []string) []string {
+	if i := slices.Index(args, perUserJobs); i >= 0 {
+		return slices.Delete(slices.Clone(args), i, i+1)
+	}
+	return append([]string{"--run-as-self", "--allow-root-jobs"}, args...)
+}
+
 // startE2EBroker starts 'strata broker start' with args added, and waits
 // until an admin's whoami succeeds. It skips the test when the binary has
 // no 'broker start' command yet.
@@ -141,7 +158,7 @@ func startE2EBroker(t *testing.T, args ...string) *e2eBroker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.cmd = exec.Command(e2eBin, append([]string{"broker", "start", "--listen", addr, "--state-dir", b.state}, args...)...)
+	b.cmd = exec.Command(e2eBin, append([]string{"broker", "start", "--listen", addr, "--state-dir", b.state}, selfArgs(args)...)...)
 	b.cmd.Stdout, b.cmd.Stderr = logf, logf
 	if err := b.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -138,14 +138,14 @@ func TestCLIUserListShow(t *testing.T) {
 	if s := strings.Join(got, ","); s != "admin:admin,alice:user,boss:admin" {
 		t.Errorf("user list --json: %s", s)
 	}
-	if out := b.must("admin", "user", "list"); !regexp.MustCompile(`(?m)^NAME\s+ROLE\s+CREATED\s+EXPIRES\s+CREDENTIALS\n(.*\n)*alice\s+user\s+20\d\d-`).MatchString(out) {
+	if out := b.must("admin", "user", "list"); !regexp.MustCompile(`(?m)^NAME\s+ROLE\s+UNIX\s+CREATED\s+EXPIRES\s+CREDENTIALS\n(.*\n)*alice\s+user\s+alice\s+20\d\d-`).MatchString(out) {
 		t.Errorf("user list:\n%s", out)
 	}
-	if out := b.must("admin", "user", "show", "boss"); !regexp.MustCompile(`name:\s+boss\nrole:\s+admin\ncreated:\s+20\d\d-`).MatchString(out) {
+	if out := b.must("admin", "user", "show", "boss"); !regexp.MustCompile(`name:\s+boss\nrole:\s+admin\nunix:\s+boss\ncreated:\s+20\d\d-`).MatchString(out) {
 		t.Errorf("user show boss:\n%s", out)
 	}
 	var u api.User
-	if b.mustJSON(&u, "admin", "user", "show", "alice", "--json"); u.Name != "alice" || u.Role != "user" || u.Created.IsZero() {
+	if b.mustJSON(&u, "admin", "user", "show", "alice", "--json"); u.Name != "alice" || u.Role != "user" || u.Unix != "alice" || u.Created.IsZero() {
 		t.Errorf("user show alice --json: %+v", u)
 	}
 	b.expect("admin", 1, "no user nobody; 'strata user list'", "user", "show", "nobody")

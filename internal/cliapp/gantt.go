@@ -30,10 +30,11 @@ func ganttCommand() *cli.Command {
 		UsageText: "strata resource gantt [--from TIME] [--for DURATION] [--width N] [--json]",
 		Description: "Draws one row per group of nodes booked alike (labelled with their hostlist)\n" +
 			"and one per QPU backend, one column per slice of the window, then a legend.\n" +
-			"A node's cell shows the booking that holds it during the column: # for\n" +
-			"maintenance, else the booking's letter, '.' when free; when several do, maint\n" +
-			"wins over a running job, a running job over a planned one, a planned one over\n" +
-			"a reservation. A QPU cell is the number of slots booked at the column's start\n" +
+			"A node's cell shows the booking that holds it during the column: ! for a node\n" +
+			"down, # for maintenance, ~ for a node drained, else the booking's letter, '.'\n" +
+			"when free; when several do, down wins over maint, maint over a running job, a\n" +
+			"running job over drained (a job finishing on a drained node), drained over a\n" +
+			"planned job, a planned one over a reservation. A QPU cell is the number of slots booked at the column's start\n" +
 			"('+' above 9). The window is 24 hours from the broker's now unless --from or\n" +
 			"--for say otherwise; inside a DAT (or a batch job) it stops at the instance's\n" +
 			"end. Pending jobs with no planned start (held, waiting for a dependency or a\n" +
@@ -111,9 +112,13 @@ const ganttSymbols = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012345
 // highest shows. Kinds this client does not know rank lowest; 0 is free.
 func ganttRank(kind string) int8 {
 	switch kind {
+	case api.BookingDown:
+		return 7
 	case api.BookingMaint:
-		return 5
+		return 6
 	case api.BookingRunning:
+		return 5
+	case api.BookingDrained:
 		return 4
 	case api.BookingPlanned:
 		return 3
@@ -281,7 +286,8 @@ func renderGantt(w io.Writer, rep api.BookingsReply, width int, loc *time.Locati
 	printGanttLegend(w, rep, syms, notes, loc)
 }
 
-// ganttSyms returns each booking's symbol: '#' for maintenance, else the
+// ganttSyms returns each booking's symbol: '#' for maintenance, '!' for
+// nodes down, '~' for nodes drained, else the
 // next of ganttSymbols, '*' when they are used up.
 func ganttSyms(bookings []api.Booking) []byte {
 	syms := make([]byte, len(bookings))
@@ -290,6 +296,10 @@ func ganttSyms(bookings []api.Booking) []byte {
 		switch {
 		case b.Kind == api.BookingMaint:
 			syms[i] = '#'
+		case b.Kind == api.BookingDown:
+			syms[i] = '!'
+		case b.Kind == api.BookingDrained:
+			syms[i] = '~'
 		case next < len(ganttSymbols):
 			syms[i] = ganttSymbols[next]
 			next++
@@ -449,6 +459,14 @@ func ganttWhat(b api.Booking) string {
 		if b.Resv != "" {
 			parts = append(parts, b.Resv)
 		}
+	case api.BookingDown:
+		parts = append(parts, "down:", cell(b.Reason))
+	case api.BookingDrained:
+		what := "drained"
+		if b.User != "" {
+			what += " by " + b.User
+		}
+		parts = append(parts, what+":", cell(b.Reason))
 	default: // a kind this client does not know: say what there is
 		parts = append(parts, cell(b.Kind))
 		if b.Job != 0 {

@@ -234,6 +234,12 @@ func printJob(w io.Writer, j api.Job) {
 		{"uri", cell(j.URI)},
 	}
 	// Fields most jobs leave unset are shown only when set.
+	if j.CPUTime > 0 {
+		rows = append(rows, [2]string{"cpu_time", strconv.FormatFloat(j.CPUTime, 'f', 3, 64) + "s"})
+	}
+	if j.MaxRSS > 0 {
+		rows = append(rows, [2]string{"max_rss", fmt.Sprintf("%.1f MiB", float64(j.MaxRSS)/(1<<20))})
+	}
 	if j.ArrayJob != 0 {
 		lim := "none"
 		if j.ArrayLimit > 0 {

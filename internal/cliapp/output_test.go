@@ -67,7 +67,7 @@ func TestPrintJob(t *testing.T) {
 		ID: 7, User: "alice", Name: "sim", State: api.JobFailed, Reason: "exited with code 3",
 		Nodes: "node[0-1]", NNodes: 2, Walltime: 5400,
 		SubmitTime: testNow, StartTime: testNow.Add(time.Second), EndTime: testNow.Add(time.Minute),
-		ExitCode: &code, Command: []string{"sh", "-c", "echo 'hi'; exit 3"}, Cwd: "/work",
+		ExitCode: &code, Command: []string{"sh", "-c", "echo 'hi'; exit 3"}, Cwd: "/work", CPUTime: 1.5, MaxRSS: 3 << 20,
 		QPU: map[string]int{"qpu1": 1, "qpu0": 2}, Requeue: true,
 		Dependencies: []api.Dependency{{Type: api.AfterOK, Job: 5}, {Type: api.AfterAny, Job: 6}},
 		Events: []api.JobEvent{
@@ -84,6 +84,7 @@ func TestPrintJob(t *testing.T) {
 		"walltime:", "1h30m (5400s)", "submit_time:", "start_time:", "end_time:", "exit_code:", " 3\n",
 		"resv:", "planned_start:", "command:", `sh -c 'echo '\''hi'\''; exit 3'`, "cwd:", "/work",
 		"qpu:", "qpu0:2,qpu1:1", "requeue:", "true", "hold:", "false", "begin_time:", "dependencies:", "afterok:5,afterany:6", "uri:",
+		"cpu_time:", "1.500s", "max_rss:", "3.0 MiB",
 		"events:\n",
 	} {
 		if !strings.Contains(got, want) {
@@ -124,19 +125,25 @@ func TestGroupNodes(t *testing.T) {
 		{Name: "node4", State: api.NodeReserved, Resv: "physics"},
 		{Name: "node5", State: api.NodeFree},
 		{Name: "node6", State: api.NodeDown},
-		{Name: "node7", State: "draining"},
+		{Name: "node7", State: "rebooting"}, // a state this client does not know: last
 		{Name: "node8", State: api.NodeFree},
+		{Name: "node9", State: api.NodeDrained, Out: &api.NodeOut{Drained: true, DrainReason: "fan", DrainedBy: "admin", DrainSince: time.Date(2026, 12, 3, 9, 0, 0, 0, time.Local)}},
+		{Name: "node10", State: api.NodeDraining, Job: 4, Out: &api.NodeOut{Drained: true, DrainReason: "fan", DrainedBy: "admin", DrainSince: time.Date(2026, 12, 3, 9, 0, 0, 0, time.Local)}},
+		{Name: "node11", State: api.NodeDown, Out: &api.NodeOut{Down: true, DownReason: "agent silent for 30s", DownSince: time.Date(2026, 12, 3, 9, 5, 0, 0, time.Local)}},
 	}
 	var b bytes.Buffer
 	printResources(&b, api.ResourcesReply{Nodes: nodes, QPUs: []api.QPUStatus{{Name: "qpu0", Total: 8, Used: 3, Available: 5}}})
 	want := alignWant(""+
-		"STATE  NNODES  NODES  JOB  RESV\n"+
-		"free  3  node[2,5,8]  -  -\n"+
-		"allocated  1  node3  3  -\n"+
-		"allocated  2  node[0-1]  12  -\n"+
-		"reserved  1  node4  -  physics\n"+
-		"down  1  node6  -  -\n"+
-		"draining  1  node7  -  -\n") +
+		"STATE  NNODES  NODES  JOB  RESV  REASON\n"+
+		"free  3  node[2,5,8]  -  -  -\n"+
+		"allocated  1  node3  3  -  -\n"+
+		"allocated  2  node[0-1]  12  -  -\n"+
+		"reserved  1  node4  -  physics  -\n"+
+		"draining  1  node10  4  -  fan (drained by admin since "+fmtTime(time.Date(2026, 12, 3, 9, 0, 0, 0, time.Local))+")\n"+
+		"drained  1  node9  -  -  fan (drained by admin since "+fmtTime(time.Date(2026, 12, 3, 9, 0, 0, 0, time.Local))+")\n"+
+		"down  1  node6  -  -  -\n"+
+		"down  1  node11  -  -  agent silent for 30s (down since "+fmtTime(time.Date(2026, 12, 3, 9, 5, 0, 0, time.Local))+")\n"+
+		"rebooting  1  node7  -  -  -\n") +
 		"\n" + alignWant("QPU  TOTAL  USED  AVAILABLE\nqpu0  8  3  5\n")
 	if got := b.String(); got != want {
 		t.Errorf("printResources:\n%s\nwant:\n%s", got, want)

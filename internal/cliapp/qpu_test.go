@@ -185,29 +185,6 @@ func replyErr(code api.Code) func(any) error {
 	return func(any) error { return api.Errorf(code, "%s", code) }
 }
 
-func TestSubmitQPURetriesWithTheSameKey(t *testing.T) {
-	req := api.QPUSubmitRequest{Backend: "qpu0", Payload: []byte("x"), Key: testQPUKey}
-	f := &fakeCall{replies: []func(any) error{replyErr(api.CodeDeadlineExceeded), replyErr(api.CodeUnavailable), replyJob(api.QPUJob{ID: 7})}}
-	j, err := submitQPU(context.Background(), f.call, req)
-	if err != nil || j.ID != 7 || len(f.reqs) != 3 {
-		t.Fatalf("submitQPU = %+v, %v after %d requests; want job 7 after 3", j, err, len(f.reqs))
-	}
-	for _, r := range f.reqs {
-		if !reflect.DeepEqual(r, req) {
-			t.Errorf("sent %+v; want %+v every time", r, req)
-		}
-	}
-	// Refusals are not retried; nor is anything after the last try.
-	f = &fakeCall{replies: []func(any) error{replyErr(api.CodePermissionDenied), replyJob(api.QPUJob{ID: 8})}}
-	if _, err := submitQPU(context.Background(), f.call, req); !isCode(err, api.CodePermissionDenied) || len(f.reqs) != 1 {
-		t.Errorf("submitQPU = %v after %d requests; want permission_denied after 1", err, len(f.reqs))
-	}
-	f = &fakeCall{replies: slices.Repeat([]func(any) error{replyErr(api.CodeDeadlineExceeded)}, 5)}
-	if _, err := submitQPU(context.Background(), f.call, req); !isCode(err, api.CodeDeadlineExceeded) || len(f.reqs) != submitTries {
-		t.Errorf("submitQPU = %v after %d requests; want deadline_exceeded after %d", err, len(f.reqs), submitTries)
-	}
-}
-
 func TestQPUResultWait(t *testing.T) {
 	queued := api.QPUJob{ID: 7, State: api.QPUQueued}
 	done := api.QPUJob{ID: 7, State: api.QPUCompleted, Result: &api.QPUResult{Counts: map[string]int{"00": 1}}}

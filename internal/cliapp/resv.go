@@ -105,7 +105,16 @@ func resvCreateCommand() *cli.Command {
 			"and no --qpu), its nodes show as maint in 'strata resource list' while it lasts, and\n" +
 			"it may overlap other reservations. Jobs never run on its nodes during it, those\n" +
 			"inside an overlapped DAT included: --overlap says what happens to the ones that\n" +
-			"would still be running at its start.\n\n" +
+			"would still be running at its start. With --overlap drain a maintenance window\n" +
+			"may cover busy nodes, as Slurm's MAINT reservations with IGNORE_JOBS: their jobs\n" +
+			"are not killed but run to their end, nothing new starts on those nodes that\n" +
+			"would run into the window (jobs that end before its start may still use them,\n" +
+			"as before any reservation), and from its start nothing new starts there at all:\n" +
+			"each node is taken as soon as its job ends. --dry-run and 'resv show' say which\n" +
+			"jobs it waits for and when it begins in effect if they run to their walltime.\n" +
+			"A job whose walltime reaches past the window's end is refused (use --overlap kill,\n" +
+			"or a later or longer window). --start now with --overlap drain drains the nodes\n" +
+			"for the maintenance at once.\n\n" +
 			"--every and --until repeat the window: NAME-1, NAME-2, ... start every --every\n" +
 			"while they start before --until. They are all checked first and then created;\n" +
 			"if one cannot be, those already created are deleted again. --json then prints\n" +
@@ -483,6 +492,11 @@ func printResvCreated(w io.Writer, rv api.Resv, dryRun bool) {
 		printKilled(w, rv.Killed)
 	case rv.Overlap == "kill":
 		fmt.Fprintf(w, "at its start it %s no running job (as things stand now)\n", verb)
+	case len(rv.WaitsFor) > 0:
+		fmt.Fprintf(w, "it kills no job: it waits for %s to end (overlap drain), and nothing new starts on its nodes that would run into it;\n"+
+			"it begins in effect by %s at the latest (their walltimes), at its start if they end by then:\n",
+			plural(len(rv.WaitsFor), "running job"), fmtTime(rv.ExpectedStart))
+		printKilled(w, rv.WaitsFor)
 	default:
 		fmt.Fprintf(w, "it kills no job: its nodes are kept free for its window (overlap drain)\n")
 	}
@@ -568,6 +582,10 @@ func printResv(w io.Writer, rv api.Resv) {
 		fmt.Fprintln(w, "killed: - (jobs still running on its nodes at its start will be)")
 	default:
 		fmt.Fprintln(w, "killed: -")
+	}
+	if len(rv.WaitsFor) > 0 {
+		fmt.Fprintf(w, "waits for: %s to end; expected to begin in effect by %s\n", plural(len(rv.WaitsFor), "running job"), fmtTime(rv.ExpectedStart))
+		printKilled(w, rv.WaitsFor)
 	}
 }
 

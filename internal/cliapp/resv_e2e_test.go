@@ -33,6 +33,9 @@ type cliBroker struct {
 	work string // the CLI's working directory, where jobs run
 	tmp  string // the CLI's TMPDIR
 	uri  string
+	proc *brokerProc
+	port int
+	args []string // of 'strata broker start', after --listen and --state-dir
 }
 
 // startCLIBroker starts a broker on nodes with a short kill grace and
@@ -43,14 +46,31 @@ func startCLIBroker(t *testing.T, nodes string, users ...string) *cliBroker {
 	if testing.Short() {
 		t.Skip("starts a real broker process")
 	}
-	dir := t.TempDir()
-	p := startBrokerProc(t, dir, freePort(t), "--nodes", nodes, "--kill-grace", "200ms")
-	b := &cliBroker{t: t, bin: strataBinary(t), dir: dir, work: t.TempDir(), tmp: t.TempDir(), uri: p.uri}
+	dir, port := t.TempDir(), freePort(t)
+	args := []string{"--nodes", nodes, "--kill-grace", "200ms"}
+	p := startBrokerProc(t, dir, port, args...)
+	b := &cliBroker{t: t, bin: strataBinary(t), dir: dir, work: t.TempDir(), tmp: t.TempDir(), uri: p.uri, proc: p, port: port, args: args}
 	t.Cleanup(b.cancelAll)
 	for _, u := range users {
 		b.must("admin", "user", "add", u, "-o", b.creds(u))
 	}
 	return b
+}
+
+// restart kills the broker with SIGKILL and starts it again on the same
+// state directory and port.
+func (b *cliBroker) restart() {
+	b.t.Helper()
+	b.proc.kill()
+	b.proc = startBrokerProc(b.t, b.dir, b.port, b.args...)
+}
+
+// touch creates an empty file.
+func touch(t *testing.T, path string) {
+	t.Helper()
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func (b *cliBroker) creds(user string) string { return filepath.Join(b.dir, user+".creds") }

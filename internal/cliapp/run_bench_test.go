@@ -275,7 +275,7 @@ func runBenchBroker(b *testing.B, bin string, args ...string) (uri, creds, work 
 		b.Fatal(err)
 	}
 	defer logf.Close()
-	cmd := exec.Command(bin, append([]string{"broker", "start", "--listen", addr, "--state-dir", state}, args...)...)
+	cmd := exec.Command(bin, append([]string{"broker", "start", "--listen", addr, "--state-dir", state}, selfArgs(args)...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)

@@ -34,7 +34,7 @@ func jobFlags() []cli.Flag {
 		&cli.StringFlag{Name: "afterok", Usage: "start after these jobs completed (comma-separated IDs)"},
 		&cli.StringFlag{Name: "afterany", Usage: "start after these jobs ended, however (comma-separated IDs)"},
 		&cli.StringFlag{Name: "afternotok", Usage: "start after these jobs ended other than completed (comma-separated IDs)"},
-		&cli.BoolFlag{Name: "requeue", Usage: "requeue the job if a reservation kills it"},
+		&cli.BoolFlag{Name: "requeue", Usage: "requeue the job if a reservation kills it or its node goes down"},
 		&cli.StringSliceFlag{Name: "qpu", Usage: "QPU slots, NAME:SLOTS (repeatable, or comma-separated)"},
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "stdout file template (%j job ID, %u user, %x name; default strata-%j.out in the working directory)"},
 		&cli.StringFlag{Name: "error", Aliases: []string{"e"}, Usage: "stderr file template (default strata-%j.err in the working directory)"},

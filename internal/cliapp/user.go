@@ -1,6 +1,7 @@
 package cliapp
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -22,7 +23,7 @@ func userCommand() *cli.Command {
 			{
 				Name:      "add",
 				Usage:     "create a user and write their credentials file",
-				UsageText: "strata user add NAME [--admin | --executor] [-o FILE] [--force]",
+				UsageText: "strata user add NAME [--admin | --executor | --agent [--nodes HOSTLIST]] [--unix ACCOUNT] [-o FILE] [--force]",
 				Description: "Asks the root instance for credentials for NAME and writes them to FILE\n" +
 					"(default NAME.creds in the current directory; '-' for stdout) with mode 0600.\n" +
 					"An existing file is never overwritten, nor an existing user given new\n" +
@@ -30,13 +31,21 @@ func userCommand() *cli.Command {
 					"saves the file as ~/.config/strata/LOGIN.creds or points STRATA_CREDS at it.\n\n" +
 					"--executor issues credentials for a QPU executor named NAME instead: they may\n" +
 					"only speak the executor protocol ('strata qpu executor --creds FILE'), not\n" +
-					"submit or look at jobs.",
+					"submit or look at jobs.\n\n" +
+					"The user's jobs run as the Unix account of the same name on the nodes, or as\n" +
+					"--unix ACCOUNT; with --force the recorded account stays unless --unix is given.\n\n" +
+					"--agent issues credentials for a node agent named NAME ('strata agent'), for\n" +
+					"the nodes of --nodes (default: the node named NAME): it may hear only those\n" +
+					"nodes' commands and speak only for them.",
 				Flags: []cli.Flag{
 					&cli.BoolFlag{Name: "admin", Usage: "make the user an administrator"},
 					&cli.BoolFlag{Name: "executor", Usage: "credentials for a QPU executor ('strata qpu executor'), which may only speak the executor protocol"},
+					&cli.BoolFlag{Name: "agent", Usage: "credentials for a node agent ('strata agent'), which may only serve the nodes of --nodes"},
+					&cli.StringFlag{Name: "nodes", Usage: "with --agent: the nodes the agent may serve, a hostlist (default: the node named NAME)"},
 					&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "the credentials file (default NAME.creds; '-' for stdout)"},
 					&cli.BoolFlag{Name: "force", Usage: "overwrite the file, and issue new credentials to an existing user (revoking the old ones)"},
 					&cli.StringFlag{Name: "expires", Usage: "the credentials stop working after this long, e.g. 90d (default: never)"},
+					&cli.StringFlag{Name: "unix", Usage: "the Unix account the user's jobs run as (default: the user's name)"},
 				},
 				Action: runUserAdd,
 			},
@@ -130,8 +139,22 @@ func runUserAdd(c *cli.Context) error {
 	if err != nil {
 		return flagErr("--expires", err)
 	}
+	if c.IsSet("unix") {
+		if c.Bool("executor") {
+			return usageErr(fmt.Errorf("--unix and --executor exclude each other: QPU executors run no jobs on nodes"))
+		}
+		if err := api.ValidateUnixAccount(c.String("unix")); err != nil {
+			return flagErr("--unix", err)
+		}
+	}
 	if c.Bool("executor") && c.Bool("admin") {
 		return usageErr(fmt.Errorf("--admin and --executor exclude each other: executor credentials may only speak the executor protocol; give one"))
+	}
+	if c.Bool("agent") && (c.Bool("admin") || c.Bool("executor")) {
+		return usageErr(fmt.Errorf("--agent excludes --admin and --executor: agent credentials may only speak the agent protocol; give one"))
+	}
+	if c.IsSet("nodes") && !c.Bool("agent") {
+		return flagErr("--nodes", fmt.Errorf("only agent credentials serve nodes; add --agent"))
 	}
 	cl, err := dial(c)
 	if err != nil {
@@ -145,7 +168,7 @@ func runUserAdd(c *cli.Context) error {
 		}
 	}
 	var rep api.UserAddReply
-	if err := call(c, cl, api.OpUserAdd, api.UserAddRequest{Name: name, Admin: c.Bool("admin"), Force: c.Bool("force"), Executor: c.Bool("executor"), ExpiresS: expires}, &rep); err != nil {
+	if err := call(c, cl, api.OpUserAdd, api.UserAddRequest{Name: name, Admin: c.Bool("admin"), Force: c.Bool("force"), Executor: c.Bool("executor"), Agent: c.Bool("agent"), Nodes: c.String("nodes"), ExpiresS: expires, Unix: c.String("unix")}, &rep); err != nil {
 		if file != nil {
 			file.abort()
 		}
@@ -158,18 +181,24 @@ func runUserAdd(c *cli.Context) error {
 	if err := file.commit(rep.Creds); err != nil {
 		return err
 	}
-	role := "user"
+	role, serving, until := "user", "", ""
 	switch {
 	case c.Bool("executor"):
 		role = "QPU executor"
+	case c.Bool("agent"):
+		role = "node agent"
+		serving = ", serving " + rep.Nodes
 	case rep.Admin:
 		role = "admin"
 	}
-	until := ""
 	if !rep.Expires.IsZero() {
 		until = ", valid until " + rep.Expires.Local().Format(time.RFC3339)
 	}
-	fmt.Fprintf(c.App.Writer, "wrote %s: credentials for %s %s (mode 0600%s)\n", out, role, rep.Name, until)
+	unix := ""
+	if rep.Unix != "" && rep.Unix != rep.Name {
+		unix = "; jobs run as Unix account " + rep.Unix
+	}
+	fmt.Fprintf(c.App.Writer, "wrote %s: credentials for %s %s%s (mode 0600%s)%s\n", out, role, rep.Name, serving, until, unix)
 	return nil
 }
 
@@ -181,7 +210,7 @@ func runUserList(c *cli.Context) error {
 		func(rep *api.UsersReply) any { return nonNil(rep.Users) },
 		func(w io.Writer, rep *api.UsersReply) error {
 			tw := newTable(w)
-			fmt.Fprintln(tw, "NAME\tROLE\tCREATED\tEXPIRES\tCREDENTIALS")
+			fmt.Fprintln(tw, "NAME\tROLE\tUNIX\tCREATED\tEXPIRES\tCREDENTIALS")
 			for _, u := range rep.Users {
 				expires, creds := "-", "-"
 				if !u.Expires.IsZero() {
@@ -190,7 +219,7 @@ func runUserList(c *cli.Context) error {
 				if u.Key != "" {
 					creds = "valid"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", u.Name, u.Role, createdText(u.Created), expires, creds)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", u.Name, u.Role, cmp.Or(u.Unix, u.Name), createdText(u.Created), expires, creds)
 			}
 			return tw.Flush()
 		})

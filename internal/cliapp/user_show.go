@@ -1,6 +1,7 @@
 package cliapp
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"time"
@@ -13,7 +14,7 @@ import (
 func userShowCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "show",
-		Usage:     "show one user: name, role and when they were added",
+		Usage:     "show one user: name, role, Unix account and when they were added",
 		UsageText: "strata user show NAME [--json]",
 		Flags:     []cli.Flag{jsonFlag()},
 		Action:    runUserShow,
@@ -46,7 +47,7 @@ func runUserShow(c *cli.Context) error {
 
 // printUser writes one user as "field: value" lines.
 func printUser(w io.Writer, u api.User) error {
-	_, err := fmt.Fprintf(w, "name:     %s\nrole:     %s\ncreated:  %s\n", u.Name, u.Role, createdText(u.Created))
+	_, err := fmt.Fprintf(w, "name:     %s\nrole:     %s\nunix:     %s\ncreated:  %s\n", u.Name, u.Role, cmp.Or(u.Unix, u.Name), createdText(u.Created))
 	return err
 }
 

@@ -1,0 +1,367 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/strata-hpc/strata/api"
+	"github.com/strata-hpc/strata/broker/store"
+	"github.com/strata-hpc/strata/instance"
+)
+
+// Short leases keep these tests to seconds.
+const (
+	testLease = time.Second
+	testRenew = 250 * time.Millisecond
+)
+
+// leaseCluster is an external server and what brokers need to share it.
+type leaseCluster struct {
+	srv   *server.Server
+	dir   string // the first broker's state dir: it holds the account key
+	creds string // full credentials in the Strata account, for the others
+}
+
+func newLeaseCluster(t *testing.T) *leaseCluster {
+	t.Helper()
+	dir := t.TempDir()
+	s := runOperatorServer(t, dir)
+	id, err := loadIdentity(filepath.Join(dir, keysDir), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := id.mint(grant{name: brokerName, full: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds := filepath.Join(t.TempDir(), "broker.creds")
+	if err := os.WriteFile(creds, full, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return &leaseCluster{srv: s, dir: dir, creds: creds}
+}
+
+// broker starts a broker on the cluster: the first with the account key,
+// the others with the shared credentials, each with a state dir of its
+// own.
+func (c *leaseCluster) broker(t *testing.T, first bool, mut ...func(*Options)) *Broker {
+	t.Helper()
+	o := Options{NatsURL: c.srv.ClientURL(), LeaseDuration: testLease, LeaseRenew: testRenew, Logger: slog.New(slog.DiscardHandler)}
+	if first {
+		o.StateDir = c.dir
+	} else {
+		o.StateDir, o.Creds = t.TempDir(), c.creds
+	}
+	for _, m := range mut {
+		m(&o)
+	}
+	b, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Shutdown)
+	return b
+}
+
+var leaseRes = Resources{RunAsSelf: true, AllowRootJobs: true, Nodes: []string{"n0", "n1", "n2", "n3"}, KillGrace: time.Second}
+
+// submitHeld submits a held job straight into r's core, through the
+// runtime's one entry point (do), as a request would.
+func submitHeld(ctx context.Context, r *Runtime) (instance.JobID, error) {
+	v, err := r.do(ctx, func(now instance.Time) (any, error) {
+		id, err := r.in.Submit(now, instance.Actor{User: "alice"}, r.in.Path(), instance.Spec{Nodes: 1, Walltime: 60, Hold: true})
+		if err == nil {
+			r.meta[id] = &jobMeta{Command: []string{"true"}, Cwd: "/"}
+		}
+		return id, err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return v.(instance.JobID), nil
+}
+
+func storedJob(t *testing.T, b *Broker, id instance.JobID) bool {
+	t.Helper()
+	kv, err := b.js.KeyValue(ctxT(t), JobsBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = kv.Get(ctxT(t), store.JobKey(id))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return true
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// TestLeaseOneActive: a second broker on the same cluster refuses to
+// start while the first holds the lease, naming it; a standby waits while
+// the holder renews, and takes over, with the state, once the holder
+// stops; the holder's clean stop releases the lease at once.
+func TestLeaseOneActive(t *testing.T) {
+	c := newLeaseCluster(t)
+	a := c.broker(t, true)
+	ra, err := a.RunInstances(leaseRes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id1, err := submitHeld(ctxT(t), ra)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	b := c.broker(t, false)
+	if _, err := b.RunInstances(leaseRes); err == nil {
+		t.Fatal("a second broker started while the first holds the lease")
+	} else if api.CodeOf(err) != api.CodeConflict || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) ||
+		!strings.Contains(err.Error(), c.dir) || !strings.Contains(err.Error(), "--standby") {
+		t.Fatalf("second broker: %v; want a conflict naming the holder (pid, state dir) and --standby", err)
+	}
+
+	sb := c.broker(t, false, func(o *Options) { o.Standby = true })
+	took := make(chan *Runtime, 1)
+	fail := make(chan error, 1)
+	go func() {
+		r, err := sb.RunInstances(leaseRes)
+		if err != nil {
+			fail <- err
+			return
+		}
+		took <- r
+	}()
+	select {
+	case <-took:
+		t.Fatal("the standby took over while the holder renews its lease")
+	case err := <-fail:
+		t.Fatal(err)
+	case <-time.After(3 * testLease):
+	}
+	if !ra.lease.active() {
+		t.Fatal("the holder stopped acting while it renews its lease")
+	}
+
+	stopped := time.Now()
+	if err := ra.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var rs *Runtime
+	select {
+	case rs = <-took:
+	case err := <-fail:
+		t.Fatal(err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the standby did not take over after the holder stopped")
+	}
+	defer rs.Close()
+	if d := time.Since(stopped); d > testLease {
+		t.Errorf("takeover after a clean stop took %s; the released lease should be taken at once", d)
+	}
+	if _, ok := rs.in.Job(id1); !ok {
+		t.Errorf("the standby did not restore job %d", id1)
+	}
+	id2, err := submitHeld(ctxT(t), rs)
+	if err != nil || id2 <= id1 {
+		t.Fatalf("submit to the new holder: %d, %v; want an ID after %d", id2, err, id1)
+	}
+}
+
+// TestLeaseStepDown: a holder that cannot renew its lease stops acting
+// before the lease ends by its own clock and refuses changes meanwhile;
+// once a renewal succeeds (nobody took over), it acts again.
+func TestLeaseStepDown(t *testing.T) {
+	c := newLeaseCluster(t)
+	a := c.broker(t, true)
+	ra, err := a.RunInstances(leaseRes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ra.Close()
+	if _, err := submitHeld(ctxT(t), ra); err != nil {
+		t.Fatal(err)
+	}
+	// The store refuses every write to the bucket of the lease.
+	ctx := ctxT(t)
+	s, err := a.js.Stream(ctx, "KV_"+MetaBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := info.Config
+	cfg.MaxBytes, cfg.Discard = int64(info.State.Bytes), jetstream.DiscardNew
+	if _, err := a.js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(3 * testLease)
+	for ra.lease.active() {
+		if time.Now().After(deadline) {
+			t.Fatal("the holder still acts although it cannot renew its lease")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	inactive := time.Now()
+	ra.lease.mu.Lock()
+	last := ra.lease.lastRenew
+	ra.lease.mu.Unlock()
+	if end := last.Add(testLease); !inactive.Before(end) {
+		t.Errorf("stopped acting at %s, after the lease's end %s by its own clock", inactive.Format(time.StampMilli), end.Format(time.StampMilli))
+	}
+	if _, err := submitHeld(ctxT(t), ra); api.CodeOf(err) != api.CodeUnavailable {
+		t.Errorf("a change while unsure of the lease: %v, want unavailable", err)
+	}
+	time.Sleep(testLease) // the lease runs out: still no change
+	if _, err := submitHeld(ctxT(t), ra); api.CodeOf(err) != api.CodeUnavailable {
+		t.Errorf("a change after the lease ran out: %v, want unavailable", err)
+	}
+	cfg.MaxBytes = -1
+	if _, err := a.js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(5 * testLease)
+	for !ra.lease.active() {
+		if time.Now().After(deadline) {
+			t.Fatal("the holder did not act again once it could renew its lease")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if _, err := submitHeld(ctxT(t), ra); err != nil {
+		t.Errorf("a change once the lease is renewed again: %v", err)
+	}
+	select {
+	case <-ra.Deposed():
+		t.Errorf("deposed although nobody took over: %v", ra.DeposedErr())
+	default:
+	}
+}
+
+// TestFenceRefusesDeposedWrites: a holder that stops renewing without
+// knowing it (a paused process: its clock says it still holds the
+// lease) loses the lease to a standby; its next write is refused by the
+// server, lands nowhere, and makes it step down; the new holder's IDs
+// and records are untouched.
+func TestFenceRefusesDeposedWrites(t *testing.T) {
+	c := newLeaseCluster(t)
+	a := c.broker(t, true)
+	ra, err := a.RunInstances(leaseRes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ra.Close()
+	if _, err := submitHeld(ctxT(t), ra); err != nil {
+		t.Fatal(err)
+	}
+	// Paused: no renewals, and a clock that believes in the lease.
+	close(ra.lease.stop)
+	<-ra.lease.stopped
+	ra.lease.mu.Lock()
+	ra.lease.validUntil = time.Now().Add(time.Hour)
+	ra.lease.mu.Unlock()
+
+	sb := c.broker(t, false, func(o *Options) { o.Standby = true })
+	rs, err := sb.RunInstances(leaseRes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+
+	// The deposed broker, not knowing, takes a submission.
+	idA, err := submitHeld(ctxT(t), ra)
+	if err == nil {
+		t.Fatalf("the deposed broker acknowledged job %d", idA)
+	}
+	if api.CodeOf(err) != api.CodeUnavailable || !strings.Contains(err.Error(), "no longer the active one") {
+		t.Errorf("deposed submit: %v, want unavailable: no longer the active one", err)
+	}
+	select {
+	case <-ra.Deposed():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the deposed broker did not step down when the store refused its write")
+	}
+	if err := ra.DeposedErr(); err == nil || !strings.Contains(err.Error(), "fenced") {
+		t.Errorf("stepped down because %v; want the fenced write", err)
+	}
+	if storedJob(t, sb, 2) {
+		t.Fatal("the deposed broker's job 2 reached the store")
+	}
+	idB, err := submitHeld(ctxT(t), rs)
+	if err != nil || idB != 2 {
+		t.Fatalf("the new holder's submit: %d, %v; want job 2", idB, err)
+	}
+	if _, err := submitHeld(ctxT(t), ra); err == nil {
+		t.Error("the deposed broker took a change after stepping down")
+	}
+}
+
+// TestStandbyConfigMismatch: a standby whose resources differ from the
+// active broker's refuses to start, naming every difference and changing
+// nothing; one with the same resources waits.
+func TestStandbyConfigMismatch(t *testing.T) {
+	c := newLeaseCluster(t)
+	a := c.broker(t, true)
+	ra, err := a.RunInstances(leaseRes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ra.Close()
+	other := leaseRes
+	other.Nodes = []string{"n0", "n1", "n2", "n3", "n4"}
+	other.Policy = instance.FCFS
+	sb := c.broker(t, false, func(o *Options) { o.Standby = true })
+	_, err = sb.RunInstances(other)
+	if err == nil {
+		t.Fatal("a standby with other nodes and policy started")
+	}
+	for _, want := range []string{`nodes: "n[0-4]" here, "n[0-3]" on the active broker`, `policy: "fcfs" here, "easy"`, "--nodes"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if api.CodeOf(err) != api.CodeFailedPrecondition {
+		t.Errorf("code %s, want failed_precondition", api.CodeOf(err))
+	}
+	if !ra.lease.active() {
+		t.Error("the refused standby disturbed the active broker")
+	}
+	ok := c.broker(t, false, func(o *Options) { o.Standby = true })
+	done := make(chan error, 1)
+	go func() {
+		r, err := ok.RunInstances(leaseRes)
+		if err == nil {
+			r.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("a standby with the same resources did not wait: %v", err)
+	case <-time.After(2 * testLease):
+	}
+	ok.Shutdown()
+	if err := <-done; err == nil {
+		t.Error("the standby took over from a holder that renews")
+	}
+}

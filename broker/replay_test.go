@@ -1,0 +1,173 @@
+package broker_test
+
+import (
+	"bytes"
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/strata-hpc/strata/api"
+	"github.com/strata-hpc/strata/broker"
+	"github.com/strata-hpc/strata/instance"
+	"github.com/strata-hpc/strata/internal/hostlist"
+	"github.com/strata-hpc/strata/timeline"
+)
+
+// sendKeyed sends one request on nc, as a client's attempt of a change
+// with idempotency key key, and returns the reply's body and error code.
+func sendKeyed(t *testing.T, nc *nats.Conn, user, path, op, key string, req any) ([]byte, string) {
+	t.Helper()
+	subject, err := api.RequestSubject(user, path, op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := &nats.Msg{Subject: subject, Data: mustJSON(t, req), Header: nats.Header{}}
+	if key != "" {
+		msg.Header.Set(api.HeaderRequestKey, key)
+	}
+	rep, err := nc.RequestMsg(msg, 10*time.Second)
+	if err != nil {
+		t.Fatalf("%s: %v", op, err)
+	}
+	return rep.Data, rep.Header.Get(api.HeaderErrorCode)
+}
+
+// Every change a client may retry is made once however often it is sent
+// with one idempotency key, and every attempt gets the first one's answer.
+// Without the key, sending the same change twice has two effects or a
+// different second answer (the cases checked that the test can fail).
+func TestRetriedChangesHaveOneEffect(t *testing.T) {
+	b := startBroker(t, "")
+	nodes, err := hostlist.Parse("n[0-3]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := b.RunInstances(broker.Resources{RunAsSelf: true, AllowRootJobs: true, Nodes: nodes, QPUs: []timeline.Pool{{Name: "qpu0", Size: 4}}, Policy: instance.EASY})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	adminCreds := b.AdminCredsPath()
+	nc, _ := rawConn(t, b, adminCreds, nats.CustomInboxPrefix(api.RoleUser.InboxPrefix("admin")))
+	addUser(t, b, "bob", false)
+	addUser(t, b, "dave", false)
+
+	held := func() api.JobID {
+		data, code := sendKeyed(t, nc, "admin", "root", api.OpSubmit, "", api.SubmitRequest{Nodes: 1, Hold: true, Command: []string{"true"}, Cwd: "/"})
+		var j api.Job
+		if code != "" || api.DecodeReply(data, &j) != nil {
+			t.Fatalf("submit: %s %s", code, data)
+		}
+		return j.ID
+	}
+	start := time.Now().Add(48 * time.Hour).UTC().Truncate(time.Second)
+	resvReq := api.ResvCreateRequest{Name: "physics", Start: start, End: start.Add(time.Hour), Nodes: 1, Users: []string{"bob"}}
+	cancelled, updated, requeued := held(), held(), held()
+	for _, tc := range []struct {
+		op  string
+		req any
+		// count returns how many times the change was made, as far as
+		// the broker's state shows it.
+		count func() int
+	}{
+		{api.OpSubmit, api.SubmitRequest{Nodes: 1, Hold: true, Command: []string{"true"}, Cwd: "/", Name: "once"}, func() int {
+			var rep api.JobsReply
+			callAdmin(t, b, api.OpJobs, api.JobsRequest{User: "*", All: true}, &rep)
+			n := 0
+			for _, j := range rep.Jobs {
+				if j.Name == "once" {
+					n++
+				}
+			}
+			return n
+		}},
+		{api.OpCancel, api.CancelRequest{ID: cancelled}, nil},
+		{api.OpUpdate, api.UpdateRequest{ID: updated, Walltime: 600}, nil},
+		{api.OpRequeue, api.JobRequest{ID: requeued}, nil},
+		{api.OpResvCreate, resvReq, nil},
+		{api.OpResvUpdate, api.ResvUpdateRequest{Name: "physics", AddUsers: []string{"dave"}}, nil},
+		{api.OpResvDelete, api.ResvRequest{Name: "physics"}, nil},
+		{api.OpUserAdd, api.UserAddRequest{Name: "carol"}, nil},
+		{api.OpUserRevoke, api.UserRequest{Name: "bob"}, nil},
+		{api.OpUserDel, api.UserRequest{Name: "dave"}, nil},
+		{api.OpQPUMaint, api.QPUMaintRequest{Backend: "qpu0", On: true, Reason: "calibration"}, nil},
+	} {
+		t.Run(tc.op, func(t *testing.T) {
+			first, code1 := sendKeyed(t, nc, "admin", "root", tc.op, "k-"+tc.op, tc.req)
+			second, code2 := sendKeyed(t, nc, "admin", "root", tc.op, "k-"+tc.op, tc.req)
+			if code1 != code2 || !bytes.Equal(first, second) {
+				t.Errorf("the same change sent twice got two answers:\n first %s %s\nsecond %s %s", code1, first, code2, second)
+			}
+			if tc.count != nil {
+				if n := tc.count(); n != 1 {
+					t.Errorf("made %d times", n)
+				}
+			}
+			// Another key is another change: the broker answers it
+			// afresh (a conflict, a second job, an error for the gone).
+			third, code3 := sendKeyed(t, nc, "admin", "root", tc.op, "other-"+tc.op, tc.req)
+			if code3 == code1 && bytes.Equal(third, first) && !sameAgain[tc.op] {
+				t.Errorf("another key got the first answer again: %s %s", code3, third)
+			}
+		})
+	}
+}
+
+// callAdmin calls op on root as admin.
+func callAdmin(t *testing.T, b *broker.Broker, op string, req, resp any) {
+	t.Helper()
+	c := dial(t, b, "root", b.AdminCredsPath())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Call(ctx, op, req, resp); err != nil {
+		t.Fatalf("%s: %v", op, err)
+	}
+}
+
+// sameAgain are the changes whose second application gives the same
+// answer anyway (naturally idempotent, or refused the same way twice).
+var sameAgain = map[string]bool{api.OpQPUMaint: true, api.OpResvUpdate: true, api.OpUpdate: true, api.OpRequeue: true}
+
+// The client sends a request again while no answer comes (here: no broker
+// serves the root yet, "no responders"), and never when the broker
+// answered, even with an error.
+func TestClientRetriesOnlyWithoutAnswer(t *testing.T) {
+	b := startBroker(t, "")
+	admin := b.AdminCredsPath()
+	cl := dial(t, b, "root", admin)
+	var calls atomic.Int32
+	mux := broker.Mux{api.OpCancel: func(context.Context, broker.Request) (any, error) {
+		calls.Add(1)
+		return nil, api.Errorf(api.CodeInvalidArgument, "job 0 is not a job ID")
+	}}
+	go func() {
+		time.Sleep(700 * time.Millisecond)
+		if _, err := b.ServeInstance("root", mux); err != nil {
+			t.Error(err)
+		}
+	}()
+	ctx := ctxT(t, 10*time.Second)
+	start := time.Now()
+	if _, err := cl.Whoami(ctx); err != nil {
+		t.Fatalf("whoami while the root comes up: %v", err)
+	}
+	if d := time.Since(start); d < 500*time.Millisecond {
+		t.Errorf("answered after %v, before the root was served", d)
+	}
+	err := cl.Call(ctx, api.OpCancel, api.CancelRequest{ID: 1}, nil)
+	wantCode(t, err, api.CodeInvalidArgument)
+	if n := calls.Load(); n != 1 {
+		t.Errorf("an answered request was sent %d times", n)
+	}
+	// An instance that does not exist is not waited for long.
+	start = time.Now()
+	gone := dial(t, b, "root.nosuch", admin)
+	_, err = gone.Whoami(ctx)
+	wantCode(t, err, api.CodeNotFound)
+	if d := time.Since(start); d > 8*time.Second {
+		t.Errorf("not_found took %v", d)
+	}
+}

@@ -1,0 +1,258 @@
+package cliapp
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/strata-hpc/strata/api"
+)
+
+// agentProc is a real 'strata agent' process.
+type agentProc struct {
+	cmd  *exec.Cmd
+	log  string
+	exit chan error
+}
+
+// startAgentProc starts 'strata agent' for node with creds and state, and
+// waits until the broker's log says it registered (count registrations
+// of node so far: the log is appended to).
+func (b *e2eBroker) startAgentProc(t *testing.T, node, creds, state string) *agentProc {
+	t.Helper()
+	before := strings.Count(b.log(), "agent registered")
+	p := &agentProc{log: state + ".log", exit: make(chan error, 1)}
+	logf, err := os.OpenFile(p.log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd = exec.Command(e2eBin, "agent", "--node", node, "--creds", creds, "--state-dir", state, "--allow-root-jobs")
+	p.cmd.Env = b.env("")
+	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	logf.Close()
+	go func() { p.exit <- p.cmd.Wait() }()
+	t.Cleanup(func() { p.stop() })
+	deadline := time.Now().Add(20 * time.Second)
+	for strings.Count(b.log(), "agent registered") == before {
+		select {
+		case err := <-p.exit:
+			p.exit <- err
+			out, _ := os.ReadFile(p.log)
+			t.Fatalf("agent for %s exited (%v):\n%s", node, err, out)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("agent for %s did not register within 20s:\n%s", node, b.log())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return p
+}
+
+// stop ends the agent with SIGTERM (its jobs run on).
+func (p *agentProc) stop() {
+	if p.cmd.ProcessState != nil {
+		return
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exit:
+	case <-time.After(10 * time.Second):
+		p.cmd.Process.Kill()
+		<-p.exit
+	}
+}
+
+// kill9 ends the agent with SIGKILL.
+func (p *agentProc) kill9() {
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	err := <-p.exit
+	p.exit <- err
+}
+
+// TestE2EAgents: a broker with --no-local-agent and four agents as
+// separate processes, one per node, on loopback. Jobs run on the agent of
+// their node (STRATA_NODENAME), a multi-node job's script on its first
+// node; an agent killed with SIGKILL mid-job and started again on its
+// state directory finds its job, and the cancel given meanwhile reaches
+// it; an agent that stays away is reported down in the broker's log; bad
+// agents are refused with a sentence and exit status 1.
+func TestE2EAgents(t *testing.T) {
+	b := startE2EBroker(t, "--nodes", "n[0-3]", "--no-local-agent", "--agent-heartbeat", "200ms", "--node-timeout", "2s", "--kill-grace", "2s")
+	b.must("admin", "user", "add", "alice", "-o", b.creds("alice"))
+	agents := make([]*agentProc, 4)
+	states := make([]string, 4)
+	for i := range agents {
+		name, node := fmt.Sprintf("a%d", i), fmt.Sprintf("n%d", i)
+		creds := filepath.Join(b.dir, name+".creds")
+		out := b.must("admin", "user", "add", name, "--agent", "--nodes", node, "-o", creds)
+		if !strings.Contains(out, "node agent "+name+", serving "+node) {
+			t.Errorf("user add --agent printed %q", out)
+		}
+		states[i] = filepath.Join(b.dir, "agent-"+node)
+		agents[i] = b.startAgentProc(t, node, creds, states[i])
+	}
+	// Cleanups run last first: this one, cancelling what still runs,
+	// before the agents that would deliver the cancels stop.
+	t.Cleanup(func() {
+		var jobs []api.Job
+		if r := b.strataAs("admin", "jobs", "-u", "*", "--json"); r.code == 0 && json.Unmarshal([]byte(r.stdout), &jobs) == nil {
+			for _, j := range jobs {
+				b.strataAs("admin", "cancel", j.ID.String())
+			}
+			for _, j := range jobs {
+				b.strataAs("admin", "wait", j.ID.String())
+			}
+		}
+	})
+	// Four one-node jobs at once: one on each node, each run by the
+	// agent of its node.
+	ids := make([]string, 4)
+	for i := range ids {
+		ids[i] = b.submit("alice", "-t", "1m", "--", "sh", "-c", "echo $STRATA_NODENAME; sleep 1")
+	}
+	seen := map[string]bool{}
+	for _, id := range ids {
+		b.must("alice", "wait", id)
+		j := b.job("alice", id)
+		out, err := os.ReadFile(filepath.Join(b.work, "strata-"+id+".out"))
+		if err != nil || j.State != api.JobCompleted || strings.TrimSpace(string(out)) != j.Nodes {
+			t.Errorf("job %s on %s: %s, output %q (%v): want its node's name", id, j.Nodes, j.State, out, err)
+		}
+		seen[j.Nodes] = true
+	}
+	if len(seen) != 4 {
+		t.Errorf("the four jobs ran on %v, want one on each node", seen)
+	}
+	// A four-node job: its script runs on the first node.
+	out := b.must("alice", "run", "-N", "4", "--", "sh", "-c", "echo $STRATA_NODENAME $STRATA_NODELIST $STRATA_NNODES")
+	if strings.TrimSpace(out) != "n0 n[0-3] 4" {
+		t.Errorf("a four-node job printed %q, want its first node, the list and the count", out)
+	}
+
+	// SIGKILL the agent under a running job, cancel the job while the
+	// agent is away, and start the agent again within the timeout.
+	id := b.submit("alice", "-t", "1m", "--", "sleep", "60")
+	waitRunning(t, b, id)
+	node := b.job("alice", id).Nodes
+	k := int(node[1] - '0')
+	agents[k].kill9()
+	b.must("alice", "cancel", id)
+	time.Sleep(300 * time.Millisecond)
+	if j := b.job("alice", id); j.State != api.JobRunning {
+		t.Fatalf("job %s is %s while its agent is away; want running until the agent delivers the cancel", id, j.State)
+	}
+	agents[k] = b.startAgentProc(t, node, filepath.Join(b.dir, fmt.Sprintf("a%d.creds", k)), states[k])
+	b.strataAs("alice", "wait", id) // exit status 1: the job was cancelled
+	if j := b.job("alice", id); j.State != api.JobCancelled || j.ExitCode == nil || *j.ExitCode != 143 {
+		t.Errorf("job cancelled while its agent was away: %s (%v), want cancelled by SIGTERM", j.State, j.ExitCode)
+	}
+	logText, _ := os.ReadFile(agents[k].log)
+	if !strings.Contains(string(logText), "adopted the jobs of the last agent") {
+		t.Errorf("the restarted agent did not adopt its job:\n%s", logText)
+	}
+
+	// An agent that stays away, SIGKILLed under a job that asked to be
+	// requeued while the other nodes are busy: after the timeout its
+	// node is down (resource list says why), the job is lost and queued
+	// again; when the agent comes back, the node is up and the agent
+	// kills the job's old copy.
+	gone := 2
+	if k == 2 {
+		gone = 3
+	}
+	var busy []string
+	for range 4 {
+		busy = append(busy, b.submit("alice", "-t", "1m", "--requeue", "--", "sh", "-c", "echo $$ >> pids-$STRATA_JOBID; sleep 60"))
+	}
+	victim := ""
+	for _, id := range busy {
+		waitRunning(t, b, id)
+		if b.job("alice", id).Nodes == fmt.Sprintf("n%d", gone) {
+			victim = id
+		}
+	}
+	agents[gone].kill9()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		j := b.job("alice", victim)
+		if j.State == api.JobPending {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s on the node of a silent agent: %s (%s) after 15s; want queued again", victim, j.State, j.Reason)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if show := b.must("alice", "job", "show", victim); !strings.Contains(show, fmt.Sprintf("agent a%d for n%d silent since", gone, gone)) {
+		t.Errorf("job show of the requeued job does not say why it was lost:\n%s", show)
+	}
+	if res := b.must("alice", "resource", "list"); !strings.Contains(res, "down") || !strings.Contains(res, fmt.Sprintf("n%d", gone)) {
+		t.Errorf("resource list with n%d down:\n%s", gone, res)
+	}
+	pids, _ := os.ReadFile(filepath.Join(b.work, "pids-"+victim))
+	oldPID := strings.TrimSpace(string(pids))
+	agents[gone] = b.startAgentProc(t, fmt.Sprintf("n%d", gone), filepath.Join(b.dir, fmt.Sprintf("a%d.creds", gone)), states[gone])
+	deadline = time.Now().Add(15 * time.Second)
+	for {
+		_, err := os.Stat("/proc/" + oldPID)
+		res := b.must("alice", "resource", "list")
+		if err != nil && !strings.Contains(res, "down") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("15s after the agent of n%d came back: old copy %s alive: %v; resource list:\n%s", gone, oldPID, err == nil, res)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, id := range busy {
+		b.strataAs("alice", "cancel", id)
+	}
+	for _, id := range busy {
+		b.strataAs("alice", "wait", id)
+	}
+
+	// Bad agents: refused, with a sentence, exit status 1.
+	b.must("admin", "user", "add", "a9", "--agent", "--nodes", "n9", "-o", filepath.Join(b.dir, "a9.creds"))
+	for _, tc := range []struct {
+		node, creds, says string
+	}{
+		{"n9", "a9.creds", "n9 is not one of this broker's nodes"},
+		{"n1", "alice.creds", `user credentials of "alice", not an agent's`},
+		{"n1", "a0.creds", "do not allow node n1"},
+		{"n0", "a0.creds", "n0 is already served by agent a0"}, // another state directory: another session
+	} {
+		r := b.strataAs("", "agent", "--node", tc.node, "--creds", filepath.Join(b.dir, tc.creds), "--state-dir", t.TempDir())
+		if r.code != 1 || !strings.Contains(r.stderr, tc.says) {
+			t.Errorf("agent --node %s --creds %s: want exit 1 saying %q: %s", tc.node, tc.creds, tc.says, r)
+		}
+	}
+}
+
+// waitRunning waits until job id runs.
+func waitRunning(t *testing.T, b *e2eBroker, id string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var j api.Job
+		if err := json.Unmarshal([]byte(b.must("alice", "job", "show", id, "--json")), &j); err != nil {
+			t.Fatal(err)
+		}
+		if j.State == api.JobRunning {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s is %s after 20s, want running", id, j.State)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
