@@ -14,6 +14,20 @@ import (
 	"time"
 )
 
+// startExecCluster starts a broker with --no-local-agent over n[0-3]
+// and one 'strata agent' process per node, and adds user alice.
+func startExecCluster(t testing.TB) *e2eBroker {
+	b := startE2EBroker(t, "--nodes", "n[0-3]", "--no-local-agent", "--agent-heartbeat", "200ms", "--node-timeout", "5s", "--kill-grace", "1s")
+	b.must("admin", "user", "add", "alice", "-o", b.creds("alice"))
+	for i := range 4 {
+		name, node := fmt.Sprintf("a%d", i), fmt.Sprintf("n%d", i)
+		creds := filepath.Join(b.dir, name+".creds")
+		b.must("admin", "user", "add", name, "--agent", "--nodes", node, "-o", creds)
+		b.startAgentProc(t, node, creds, filepath.Join(b.dir, "agent-"+node))
+	}
+	return b
+}
+
 // execAs runs 'strata exec' (or any command) as user with extra
 // environment, in the work directory.
 func (b *e2eBroker) execAs(user string, env []string, args ...string) result {
@@ -43,15 +57,8 @@ func (b *e2eBroker) execAs(user string, env []string, args ...string) result {
 // another user's exec into the allocation is refused, and exec outside an
 // allocation says why.
 func TestE2EExec(t *testing.T) {
-	b := startE2EBroker(t, "--nodes", "n[0-3]", "--no-local-agent", "--agent-heartbeat", "200ms", "--node-timeout", "5s", "--kill-grace", "1s")
-	b.must("admin", "user", "add", "alice", "-o", b.creds("alice"))
+	b := startExecCluster(t)
 	b.must("admin", "user", "add", "bob", "-o", b.creds("bob"))
-	for i := range 4 {
-		name, node := fmt.Sprintf("a%d", i), fmt.Sprintf("n%d", i)
-		creds := filepath.Join(b.dir, name+".creds")
-		b.must("admin", "user", "add", name, "--agent", "--nodes", node, "-o", creds)
-		b.startAgentProc(t, node, creds, filepath.Join(b.dir, "agent-"+node))
-	}
 	t.Cleanup(func() {
 		for _, id := range []string{"1", "2", "3"} {
 			b.strataAs("admin", "cancel", id)
@@ -140,5 +147,25 @@ echo "rc=$?" > three.out
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
+	}
+}
+
+// TestE2EExecLocal: on the embedded default (the built-in executor, no
+// agents) exec's tasks still run "on" their nodes: STRATA_NODENAME names
+// each task's node.
+func TestE2EExecLocal(t *testing.T) {
+	b := startE2EBroker(t, "--nodes", "n[0-1]", "--kill-grace", "1s")
+	b.must("admin", "user", "add", "alice", "-o", b.creds("alice"))
+	script := fmt.Sprintf("#!/bin/sh\n%q exec -n 3 -l -- sh -c 'echo $STRATA_NODENAME $STRATA_TASK_ID/$STRATA_NTASKS' | sort\n", e2eBin)
+	if err := os.WriteFile(filepath.Join(b.work, "local.sh"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	id := strings.TrimSpace(b.must("alice", "batch", "-N", "2", "-t", "1m", "-o", "local.out", "local.sh"))
+	if r := b.strataAs("alice", "wait", id); r.code != 0 {
+		t.Fatalf("the batch job failed: %s", r)
+	}
+	out, err := os.ReadFile(filepath.Join(b.work, "local.out"))
+	if want := "0: n0 0/3\n1: n0 1/3\n2: n1 2/3\n"; err != nil || string(out) != want {
+		t.Errorf("exec -n 3 -l on two nodes printed %q (%v), want %q", out, err, want)
 	}
 }
