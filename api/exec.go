@@ -11,7 +11,18 @@ const (
 	// OpExecStatus: ExecStatusRequest → ExecStatusReply: how a step's
 	// tasks stand. The reply waits up to WaitMS for a task to end.
 	OpExecStatus = "exec-status"
+	// OpExecSignal: ExecSignalRequest → ExecStatusReply: send a signal
+	// to a step's running tasks ('strata exec' forwards its SIGINT,
+	// SIGTERM and SIGHUP, as srun does). The step's owner only.
+	OpExecSignal = "exec-signal"
 )
+
+// ExecSignalRequest sends Signal ("SIGTERM", "SIGINT", "SIGHUP" or
+// "SIGKILL") to every running task of Step.
+type ExecSignalRequest struct {
+	Step   string `json:"step"`
+	Signal string `json:"signal"`
+}
 
 // MaxExecTasks bounds the tasks of one step.
 const MaxExecTasks = 4096

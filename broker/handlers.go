@@ -26,6 +26,7 @@ func (r *Runtime) handler(path string) Handler {
 		api.OpAcct:       func(ctx context.Context, q Request) (any, error) { return r.acct(ctx, q) },
 		api.OpExec:       r.execStep,
 		api.OpExecStatus: r.execStatus,
+		api.OpExecSignal: r.execSignal,
 	}
 	r.resvOps(m)
 	r.qpuOps(m)

@@ -331,3 +331,30 @@ func (r *Runtime) execStatus(ctx context.Context, q Request) (any, error) {
 	}
 	return rep, nil
 }
+
+// stepSignals are the signals OpExecSignal sends, by name.
+var stepSignals = map[string]syscall.Signal{"SIGINT": syscall.SIGINT, "SIGTERM": syscall.SIGTERM, "SIGHUP": syscall.SIGHUP, "SIGKILL": syscall.SIGKILL}
+
+// execSignal serves api.OpExecSignal.
+func (r *Runtime) execSignal(_ context.Context, q Request) (any, error) {
+	var sr api.ExecSignalRequest
+	if err := q.Decode(&sr); err != nil {
+		return nil, err
+	}
+	sig, ok := stepSignals[sr.Signal]
+	if !ok {
+		return nil, api.Errorf(api.CodeInvalidArgument, "signal %q: give SIGINT, SIGTERM, SIGHUP or SIGKILL", sr.Signal)
+	}
+	r.lock()
+	defer r.mu.Unlock()
+	st := r.steps[sr.Step]
+	if st == nil || st.user != q.User {
+		return nil, api.Errorf(api.CodeNotFound, "no step %s of yours", sr.Step)
+	}
+	for _, t := range st.tasks {
+		if t.started && !t.done {
+			r.signalTask(t, sig)
+		}
+	}
+	return api.ExecStatusReply{Ended: append([]api.TaskExit{}, st.ended...), Done: st.left == 0}, nil
+}

@@ -7,7 +7,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/signal"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -37,7 +39,9 @@ func execCommand() *cli.Command {
 			"the current directory and removes at the end, so that directory must be shared by\n" +
 			"the nodes (as a home or project file system is). Exec exits with the highest exit\n" +
 			"code of its tasks (128+N for a task killed by signal N), naming on stderr every task\n" +
-			"that did not exit 0. The tasks end with the job: cancelling it kills them all.",
+			"that did not exit 0. SIGINT, SIGTERM and SIGHUP sent to exec are passed to the\n" +
+			"tasks (a second Ctrl-C kills them). The tasks end with the job: cancelling it kills\n" +
+			"them all.",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "ntasks", Aliases: []string{"n"}, Usage: "start `N` tasks in all, spread over the nodes"},
 			&cli.IntFlag{Name: "tasks-per-node", Usage: "start `N` tasks on each node (default 1)"},
@@ -101,8 +105,27 @@ func runExec(c *cli.Context) error {
 			&taskOutput{path: t.Stderr, prefix: prefix, w: c.App.ErrWriter})
 	}
 	var st api.ExecStatusReply
+	// Forward SIGINT, SIGTERM and SIGHUP to the tasks, as srun does; a
+	// second SIGINT kills them.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	interrupts := 0
 	var readErr error
 	for !st.Done {
+		select {
+		case s := <-sigs:
+			name := map[os.Signal]string{syscall.SIGINT: "SIGINT", syscall.SIGTERM: "SIGTERM", syscall.SIGHUP: "SIGHUP"}[s]
+			if s == syscall.SIGINT {
+				if interrupts++; interrupts > 1 {
+					name = "SIGKILL"
+				}
+			}
+			if err := call(c, cl, api.OpExecSignal, api.ExecSignalRequest{Step: rep.Step, Signal: name}, nil); err != nil {
+				fmt.Fprintf(c.App.ErrWriter, "strata exec: cannot pass %s to the tasks: %v\n", name, err)
+			}
+		default:
+		}
 		for _, o := range outs {
 			if err := o.copy(false); err != nil {
 				readErr = err

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -114,36 +115,65 @@ echo "rc=$?" > three.out
 		t.Fatal(err)
 	}
 	id = strings.TrimSpace(b.must("alice", "batch", "-N", "4", "-t", "1m", "long.sh"))
-	var pids []string
-	deadline := time.Now().Add(20 * time.Second)
-	for len(pids) < 4 {
-		pids = pids[:0]
-		for rank := range 4 {
-			if data, err := os.ReadFile(filepath.Join(b.work, fmt.Sprintf("pid-%d", rank))); err == nil && strings.HasSuffix(string(data), "\n") {
-				pids = append(pids, strings.TrimSpace(string(data)))
-			}
-		}
-		if time.Now().After(deadline) {
-			out, _ := os.ReadFile(filepath.Join(b.work, "strata-"+id+".out"))
-			errs, _ := os.ReadFile(filepath.Join(b.work, "strata-"+id+".err"))
-			t.Fatalf("the four tasks did not start within 20s: %v\njob %s\n%s%s", pids, b.must("alice", "job", "show", id), out, errs)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	pids := pidFiles(t, b, "pid")
 	r := b.execAs("bob", []string{"STRATA_JOBID=" + id}, "exec", "--", "true")
 	if r.code != 1 || !strings.Contains(r.stderr, "belongs to alice") {
 		t.Errorf("bob's exec into alice's allocation: want exit 1 saying it belongs to alice: %s", r)
 	}
+	// A second step, by hand: SIGTERM to exec reaches its four tasks.
+	cmd := exec.Command(e2eBin, "exec", "--", "sh", "-c", "echo $$ > fwd-$STRATA_TASK_ID; exec sleep 60")
+	cmd.Dir, cmd.Env = b.work, append(b.env("alice"), "STRATA_JOBID="+id)
+	var fwdErr bytes.Buffer
+	cmd.Stderr = &fwdErr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	fwd := pidFiles(t, b, "fwd")
+	cmd.Process.Signal(syscall.SIGTERM)
+	var ee *exec.ExitError
+	if err := cmd.Wait(); !errors.As(err, &ee) || ee.ExitCode() != 143 || !strings.Contains(fwdErr.String(), "killed by SIGTERM") {
+		t.Errorf("exec given SIGTERM: %v, stderr %q; want exit 143 and its tasks killed by SIGTERM", err, fwdErr.String())
+	}
+	waitGone(t, fwd, "after exec passed them SIGTERM")
+
 	b.must("alice", "cancel", id)
 	b.strataAs("alice", "wait", id)
-	deadline = time.Now().Add(15 * time.Second)
+	waitGone(t, pids, "after their allocation was cancelled")
+}
+
+// pidFiles waits for the files PREFIX-0..3 in the work directory, each
+// holding a task's PID, and returns the PIDs.
+func pidFiles(t *testing.T, b *e2eBroker, prefix string) []string {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var pids []string
+		for rank := range 4 {
+			if data, err := os.ReadFile(filepath.Join(b.work, fmt.Sprintf("%s-%d", prefix, rank))); err == nil && strings.HasSuffix(string(data), "\n") {
+				pids = append(pids, strings.TrimSpace(string(data)))
+			}
+		}
+		if len(pids) == 4 {
+			return pids
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the four tasks did not start within 20s: %v\n%s", pids, b.log())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitGone waits until none of pids is a process.
+func waitGone(t *testing.T, pids []string, when string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
 	for _, pid := range pids {
 		for {
 			if _, err := os.Stat("/proc/" + pid); err != nil {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("task process %s alive 15s after its allocation was cancelled", pid)
+				t.Fatalf("task process %s alive 15s %s", pid, when)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
