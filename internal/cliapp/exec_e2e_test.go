@@ -108,6 +108,11 @@ echo "rc=$?" > three.out
 		t.Errorf("exec's stderr does not name the failed tasks:\n%s", e)
 	}
 
+	// Exec into an allocation that has ended.
+	if r := b.execAs("alice", []string{"STRATA_JOBID=" + id}, "exec", "--", "true"); r.code != 1 || !strings.Contains(r.stderr, "is completed, not running") {
+		t.Errorf("exec into an ended allocation: want exit 1 saying it is not running: %s", r)
+	}
+
 	// A step of long tasks; another user's exec into it is refused; a
 	// cancel of the allocation kills the tasks on every node.
 	script = fmt.Sprintf("#!/bin/sh\n%q exec -- sh -c 'echo $$ > pid-$STRATA_TASK_ID; exec sleep 60'\n", e2eBin)
