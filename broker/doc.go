@@ -77,6 +77,15 @@
 // refused that way steps down (Runtime.Deposed). See lease.go and
 // fence.go.
 //
+// # Steps
+//
+// 'strata exec' inside a running job (op exec on its instance) starts a
+// step: tasks spread over the job's nodes, each an executor job
+// JOB.STEP.RANK on its one node (the node's agent, or the built-in
+// executor), as the job's account. Steps belong to their job: only its
+// owner starts one, the job's signals reach every task, its end kills
+// them. They are not persisted, and why, is in steps.go.
+//
 // # QPUs
 //
 // QPU policy is the core's: the instance owns the QPU scheduler (package

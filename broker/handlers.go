@@ -13,17 +13,20 @@ import (
 // handler serves one instance path through the core.
 func (r *Runtime) handler(path string) Handler {
 	m := Mux{
-		api.OpSubmit:    func(ctx context.Context, q Request) (any, error) { return r.submit(ctx, q) },
-		api.OpCancel:    func(ctx context.Context, q Request) (any, error) { return r.cancel(ctx, q) },
-		api.OpUpdate:    func(ctx context.Context, q Request) (any, error) { return r.update(ctx, q) },
-		api.OpJob:       func(ctx context.Context, q Request) (any, error) { return r.job(ctx, q) },
-		api.OpJobs:      func(ctx context.Context, q Request) (any, error) { return r.jobs(ctx, q) },
-		api.OpWait:      func(ctx context.Context, q Request) (any, error) { return r.wait(ctx, q) },
-		api.OpRequeue:   func(ctx context.Context, q Request) (any, error) { return r.requeue(ctx, q) },
-		api.OpOutput:    func(ctx context.Context, q Request) (any, error) { return r.jobOutput(ctx, q) },
-		api.OpResources: func(ctx context.Context, q Request) (any, error) { return r.resources(ctx, q) },
-		api.OpBookings:  func(ctx context.Context, q Request) (any, error) { return r.bookings(ctx, q) },
-		api.OpAcct:      func(ctx context.Context, q Request) (any, error) { return r.acct(ctx, q) },
+		api.OpSubmit:     func(ctx context.Context, q Request) (any, error) { return r.submit(ctx, q) },
+		api.OpCancel:     func(ctx context.Context, q Request) (any, error) { return r.cancel(ctx, q) },
+		api.OpUpdate:     func(ctx context.Context, q Request) (any, error) { return r.update(ctx, q) },
+		api.OpJob:        func(ctx context.Context, q Request) (any, error) { return r.job(ctx, q) },
+		api.OpJobs:       func(ctx context.Context, q Request) (any, error) { return r.jobs(ctx, q) },
+		api.OpWait:       func(ctx context.Context, q Request) (any, error) { return r.wait(ctx, q) },
+		api.OpRequeue:    func(ctx context.Context, q Request) (any, error) { return r.requeue(ctx, q) },
+		api.OpOutput:     func(ctx context.Context, q Request) (any, error) { return r.jobOutput(ctx, q) },
+		api.OpResources:  func(ctx context.Context, q Request) (any, error) { return r.resources(ctx, q) },
+		api.OpBookings:   func(ctx context.Context, q Request) (any, error) { return r.bookings(ctx, q) },
+		api.OpAcct:       func(ctx context.Context, q Request) (any, error) { return r.acct(ctx, q) },
+		api.OpExec:       r.execStep,
+		api.OpExecStatus: r.execStatus,
+		api.OpExecSignal: r.execSignal,
 	}
 	r.resvOps(m)
 	r.qpuOps(m)

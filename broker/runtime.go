@@ -175,6 +175,12 @@ type Runtime struct {
 	// change.
 	lease  *lease
 	fences map[string]uint64
+
+	// steps are the task steps started in running allocations, by step
+	// ID; stepTasks their tasks, by executor ID (steps.go).
+	steps     map[string]*step
+	stepTasks map[string]*stepTask
+	stepSeq   uint64
 }
 
 // storeFailure records that the store refuses writes (err), or takes them
@@ -369,6 +375,12 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 // runningOn reports whether job id (an executor ID) is running with node
 // as its first node: the node agents' jobs that are not are killed.
 func (r *Runtime) runningOn(id, node string) bool {
+	r.mu.Lock()
+	running, isTask := r.stepRunningOn(id, node)
+	r.mu.Unlock()
+	if isTask {
+		return running
+	}
 	n, err := strconv.ParseInt(id, 10, 64)
 	if err != nil {
 		return false
@@ -858,6 +870,7 @@ func (r *Runtime) walltimeLag(id instance.JobID, sig syscall.Signal) time.Durati
 
 // signal sends sig to job id's processes and reports whether they got it.
 func (r *Runtime) signal(id instance.JobID, sig syscall.Signal) bool {
+	r.signalSteps(id, sig, false)
 	err := r.exec.Signal(strconv.FormatInt(int64(id), 10), sig)
 	if err != nil && !errors.Is(err, executor.ErrNotRunning) {
 		r.b.log.Warn("cannot signal job", "job", id, "signal", instance.SignalName(sig), "err", err)
@@ -1088,7 +1101,12 @@ func (r *Runtime) reapExits() {
 		now := r.now()
 		ids := make([]string, 0, len(xs))
 		var orphans []instance.JobID
+		var tasks []string // step tasks' exits: not persisted (steps.go)
 		for _, x := range xs {
+			if r.stepExit(x) || strings.Count(x.ID, ".") == 2 {
+				tasks = append(tasks, x.ID)
+				continue
+			}
 			n, err := strconv.ParseInt(x.ID, 10, 64)
 			if err != nil {
 				r.b.log.Warn("exit of an unknown job", "id", x.ID)
@@ -1111,6 +1129,8 @@ func (r *Runtime) reapExits() {
 			} else if t := r.starting[id]; t != nil {
 				t.exited = true // it exited before its start was recorded
 			}
+			// A step's tasks end with their allocation.
+			r.signalSteps(id, syscall.SIGKILL, true)
 			if m := r.meta[id]; m != nil {
 				m.Exec = nil
 				m.CPU, m.MaxRSS = x.CPU.Microseconds(), x.MaxRSS
@@ -1121,6 +1141,11 @@ func (r *Runtime) reapExits() {
 		out := r.output()
 		r.busy++ // the persistence below
 		r.mu.Unlock()
+		for _, id := range tasks {
+			if err := r.exec.Release(id); err != nil {
+				r.b.log.Warn("cannot release a task's exit", "task", id, "err", err)
+			}
+		}
 		go func() {
 			defer func() {
 				r.lock()

@@ -291,7 +291,7 @@ const (
 )
 
 // blockingOps may wait for as long as their caller's deadline by design.
-var blockingOps = map[string]bool{api.OpWait: true, api.OpQPUResult: true, api.OpOutput: true}
+var blockingOps = map[string]bool{api.OpWait: true, api.OpQPUResult: true, api.OpOutput: true, api.OpExecStatus: true}
 
 func (c *Client) call(ctx context.Context, subject, op string, req, resp any) error {
 	var data []byte

@@ -28,6 +28,13 @@ for i in 0 1 2 3; do
 done
 until [ "$(grep -c 'agent registered' broker.log)" -ge 4 ]; do sleep 0.1; done
 ./strata run -N 4 -- sh -c 'echo "the script runs on $STRATA_NODENAME of $STRATA_NODELIST"'
+# A step inside the allocation: one task per node, each on its agent.
+cat > step.sh <<'SH'
+#!/bin/sh
+./strata exec -l -- sh -c 'echo "task $STRATA_TASK_ID of $STRATA_NTASKS on $STRATA_NODENAME"'
+SH
+chmod +x step.sh
+./strata run -N 4 -- ./step.sh
 ids=
 for i in 0 1 2 3; do ids="$ids $(./strata submit -t 1m -- sh -c 'echo $STRATA_NODENAME; sleep 1')"; done
 for id in $ids; do ./strata wait "$id" >/dev/null; echo "job $id ran on $(cat strata-$id.out)"; done

@@ -24,7 +24,7 @@ type agentProc struct {
 // startAgentProc starts 'strata agent' for node with creds and state, and
 // waits until the broker's log says it registered (count registrations
 // of node so far: the log is appended to).
-func (b *e2eBroker) startAgentProc(t *testing.T, node, creds, state string) *agentProc {
+func (b *e2eBroker) startAgentProc(t testing.TB, node, creds, state string) *agentProc {
 	t.Helper()
 	before := strings.Count(b.log(), "agent registered")
 	p := &agentProc{log: state + ".log", exit: make(chan error, 1)}

@@ -36,6 +36,7 @@ func userCommands() []*cli.Command {
 		cancelCommand(),
 		waitCommand(),
 		attachCommand(),
+		execCommand(),
 		resourceCommand(),
 		uriCommand(),
 		userCommand(),

@@ -50,7 +50,7 @@ func TestMain(m *testing.M) {
 }
 
 // e2eBinary builds the strata binary, once.
-func e2eBinary(t *testing.T) string {
+func e2eBinary(t testing.TB) string {
 	t.Helper()
 	e2eOnce.Do(func() {
 		if e2eDir, e2eBuildErr = os.MkdirTemp("", "strata-e2e-bin-"); e2eBuildErr == nil {
@@ -102,7 +102,7 @@ func buildPrograms(dir string, race bool) (string, error) {
 
 // e2eBroker is a running broker and the directories the CLI runs in.
 type e2eBroker struct {
-	t     *testing.T
+	t     testing.TB
 	dir   string // state, work, tmp, creds
 	state string
 	work  string // the CLI's working directory, where jobs run
@@ -131,7 +131,7 @@ func selfArgs(args []string) []string {
 // startE2EBroker starts 'strata broker start' with args added, and waits
 // until an admin's whoami succeeds. It skips the test when the binary has
 // no 'broker start' command yet.
-func startE2EBroker(t *testing.T, args ...string) *e2eBroker {
+func startE2EBroker(t testing.TB, args ...string) *e2eBroker {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("end-to-end test; skipped with -short")
