@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/strata-hpc/strata/api"
 	"github.com/strata-hpc/strata/broker"
+	"github.com/strata-hpc/strata/broker/store"
 	"github.com/strata-hpc/strata/instance"
 	"github.com/strata-hpc/strata/internal/hostlist"
 	"github.com/strata-hpc/strata/timeline"
@@ -246,4 +248,33 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// A state directory from before reply records (strata_meta without
+// message TTLs) is upgraded in place: the broker starts on it and records
+// replies there.
+func TestReplyRecordsUpgradeMetaBucket(t *testing.T) {
+	b := startBroker(t, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := b.KeyValue(ctx, jetstream.KeyValueConfig{Bucket: broker.MetaBucket, Description: "Strata " + broker.MetaBucket}); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := b.RunInstances(broker.Resources{RunAsSelf: true, AllowRootJobs: true, Nodes: must(hostlist.Parse("n[0-1]")), Policy: instance.EASY})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	nc, _ := rawConn(t, b, b.AdminCredsPath(), nats.CustomInboxPrefix(api.RoleUser.InboxPrefix("admin")))
+	start := time.Now().Add(48 * time.Hour).UTC().Truncate(time.Second)
+	if data, code := sendKeyed(t, nc, "admin", "root", api.OpResvCreate, "k-1", api.ResvCreateRequest{Name: "physics", Start: start, End: start.Add(time.Hour), Nodes: 1}); code != "" {
+		t.Fatalf("resv-create: %s %s", code, data)
+	}
+	kv, err := b.JetStream().KeyValue(ctx, broker.MetaBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Get(ctx, store.ReplyKey("admin", "root", api.OpResvCreate, "k-1")); err != nil {
+		t.Fatalf("no reply record: %v", err)
+	}
 }
