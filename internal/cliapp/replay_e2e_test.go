@@ -36,28 +36,9 @@ func TestRetriedChangeSurvivesSIGKILL(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Close()
+	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
 	cancel := func() ([]byte, string) {
-		t.Helper()
-		nc, err := nats.Connect(fmt.Sprintf("nats://127.0.0.1:%d", port), nats.UserCredentials(admin), nats.CustomInboxPrefix(api.RoleUser.InboxPrefix("admin")))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer nc.Close()
-		subject, err := api.RequestSubject("admin", "root", api.OpCancel)
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := json.Marshal(api.CancelRequest{ID: j.ID})
-		if err != nil {
-			t.Fatal(err)
-		}
-		msg := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{}}
-		msg.Header.Set(api.HeaderRequestKey, "cancel-once")
-		rep, err := nc.RequestMsg(msg, 10*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rep.Data, rep.Header.Get(api.HeaderErrorCode)
+		return sendKeyedE2E(t, url, admin, api.OpCancel, "cancel-once", api.CancelRequest{ID: j.ID})
 	}
 	first, code := cancel()
 	if code != "" {
@@ -69,4 +50,31 @@ func TestRetriedChangeSurvivesSIGKILL(t *testing.T) {
 	if code2 != "" || !bytes.Equal(second, first) {
 		t.Errorf("the retried cancel after a SIGKILL got %s %s, want the first answer %s", code2, second, first)
 	}
+}
+
+// sendKeyedE2E sends one attempt of a change as admin over the NATS
+// server at url, with idempotency key key, and returns the reply's body
+// and error code.
+func sendKeyedE2E(t *testing.T, url, creds, op, key string, req any) ([]byte, string) {
+	t.Helper()
+	nc, err := nats.Connect(url, nats.UserCredentials(creds), nats.CustomInboxPrefix(api.RoleUser.InboxPrefix("admin")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	subject, err := api.RequestSubject("admin", "root", op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := json.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{}}
+	msg.Header.Set(api.HeaderRequestKey, key)
+	rep, err := nc.RequestMsg(msg, 10*time.Second)
+	if err != nil {
+		t.Fatalf("%s: %v", op, err)
+	}
+	return rep.Data, rep.Header.Get(api.HeaderErrorCode)
 }
