@@ -23,15 +23,24 @@ const (
 	HeaderErrorCode = "Nats-Service-Error-Code"
 )
 
+// Encoded is a reply's data encoded already: compact JSON, escaped as
+// json.Marshal escapes, which EncodeReply sends as it is. A broker that
+// encodes a list's items to see how many fit a page sends them so,
+// instead of encoding them all a second time.
+type Encoded []byte
+
 // EncodeReply returns the envelope for a successful reply carrying v (which
 // may be nil: {"v":1}).
 func EncodeReply(v any) ([]byte, error) {
 	if v == nil {
 		return json.Marshal(Envelope{V: Version})
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("api: encode reply: %w", err)
+	b, ok := v.(Encoded)
+	if !ok {
+		var err error
+		if b, err = json.Marshal(v); err != nil {
+			return nil, fmt.Errorf("api: encode reply: %w", err)
+		}
 	}
 	// What json.Marshal(Envelope{V: Version, Data: b}) writes, without
 	// scanning b again: it is compact and escaped already.

@@ -205,16 +205,8 @@ func mustPub(kp nkeys.KeyPair) string {
 // writeSecret creates path with mode 0600 and writes b; it fails if path
 // exists, so that a secret is never overwritten by accident.
 func writeSecret(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
+	if err := natssetup.WriteNew(path, b, 0o600); err != nil {
 		return fmt.Errorf("broker: %w", err)
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return fmt.Errorf("broker: write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("broker: write %s: %w", path, err)
 	}
 	return nil
 }

@@ -137,7 +137,7 @@ func TestUserAdd(t *testing.T) {
 	serve(t, b, "root", nil)
 	alice := dial(t, b, "root", addUser(t, b, "alice", false))
 	admin := dial(t, b, "root", b.AdminCredsPath())
-	ctx := ctxT(t, 10*time.Second)
+	ctx := ctxT(t, 60*time.Second) // a dozen user adds and dials, under -race on a loaded machine
 
 	// Not an admin: refused, with a sentence that says why.
 	err := alice.Call(ctx, api.OpUserAdd, api.UserAddRequest{Name: "mallory", Admin: true}, nil)

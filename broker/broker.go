@@ -592,12 +592,28 @@ func (b *Broker) Stream(ctx context.Context, cfg jetstream.StreamConfig) (jetstr
 // error is returned when ctx ends.
 func (b *Broker) untilJetStream(ctx context.Context, what string, f func(context.Context) error) error {
 	wait := 100 * time.Millisecond
+	var noAccountSince time.Time
 	for attempt := 0; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		err := f(actx)
 		cancel()
-		if err == nil || !jetStreamStarting(err) {
-			return err
+		if err == nil {
+			return nil
+		}
+		if !jetStreamStarting(err) {
+			// A server of a cluster that has just started may not have
+			// enabled JetStream for the account yet (it does so when the
+			// account is first used): give it a few seconds before
+			// taking the answer as the configuration's.
+			var apiErr *jetstream.APIError
+			if !errors.As(err, &apiErr) || apiErr.ErrorCode != jetstream.JSErrCodeJetStreamNotEnabledForAccount {
+				return err
+			}
+			if noAccountSince.IsZero() {
+				noAccountSince = time.Now()
+			} else if time.Since(noAccountSince) > 3*time.Second {
+				return err
+			}
 		}
 		if attempt == 0 {
 			b.log.Warn("JetStream is not ready; waiting for it", "for", what, "err", err, "up_to", b.opts.StartTimeout)

@@ -341,11 +341,14 @@ func (r *Runtime) jobs(_ context.Context, q Request) (any, error) {
 	for i, j := range jobs {
 		out.Jobs[i] = r.apiJob(j)
 	}
-	if n := fit(out.Jobs); more || n < len(out.Jobs) {
-		out.Jobs = out.Jobs[:n]
+	n, enc, err := fitEncoded(out.Jobs)
+	if err != nil {
+		return nil, err
+	}
+	if more || n < len(out.Jobs) {
 		out.Next = out.Jobs[n-1].ID.String()
 	}
-	return out, nil
+	return encodedList("jobs", enc, out.Next), nil
 }
 
 func (r *Runtime) wait(ctx context.Context, q Request) (any, error) {

@@ -27,6 +27,55 @@ func fit[T any](items []T) int {
 	return len(items)
 }
 
+// fitEncoded is fit, for a list the reply sends as encoded: it returns
+// how many of items make a page and their JSON, each item encoded once.
+// fit encodes every item to measure the page, and the reply encoded them
+// all again: for 'strata jobs' with 300 jobs, 1.3 ms of the broker's CPU
+// each, as much as the reply (perf record of the broker, load 15).
+func fitEncoded[T any](items []T) (int, [][]byte, error) {
+	enc := make([][]byte, 0, len(items))
+	size := 0
+	for i, it := range items {
+		b, err := json.Marshal(it)
+		if err != nil {
+			return 0, nil, api.Errorf(api.CodeInternal, "internal error: cannot encode item %d of the list: %v", i, err)
+		}
+		size += len(b) + 1
+		if size > api.MaxPageBytes && i > 0 {
+			return i, enc, nil
+		}
+		enc = append(enc, b)
+	}
+	return len(items), enc, nil
+}
+
+// encodedList returns the JSON of a list reply, {"FIELD":[ITEMS],"next":NEXT},
+// as json.Marshal writes api.JobsReply and api.ResvsReply: the items as
+// fitEncoded encoded them, and "next" left out when it is empty.
+func encodedList(field string, items [][]byte, next string) api.Encoded {
+	size := len(field) + 16 + len(next)
+	for _, it := range items {
+		size += len(it) + 1
+	}
+	out := make([]byte, 0, size)
+	out = append(out, `{"`...)
+	out = append(out, field...)
+	out = append(out, `":[`...)
+	for i, it := range items {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, it...)
+	}
+	out = append(out, ']')
+	if next != "" {
+		q, _ := json.Marshal(next) // a string always encodes
+		out = append(out, `,"next":`...)
+		out = append(out, q...)
+	}
+	return append(out, '}')
+}
+
 // idCursor reads the cursor of a list ordered by numeric ID: the last ID
 // of the page before, "" for the first page.
 func idCursor(p api.Page) (uint64, error) {

@@ -164,3 +164,30 @@ func BenchmarkDATChildURI(b *testing.B) {
 	b.StopTimer()
 	reportLags(b, "child-answering", answering)
 }
+
+// BenchmarkResvCreate measures 'strata resv create' on the broker's side:
+// one reservation per operation, an hour long, each in a window of its
+// own (the reply waits for its record to be durable and its instance to
+// be served), and its deletion, untimed, so that the number of
+// reservations stays small.
+//
+//	go test -run '^$' -bench ResvCreate -benchtime 200x ./broker/
+func BenchmarkResvCreate(b *testing.B) {
+	admin, _ := datBench(b)
+	ctx := context.Background()
+	base := time.Now().Add(time.Hour).Truncate(time.Second)
+	b.ResetTimer()
+	for i := range b.N {
+		start := base.Add(time.Duration(2*i) * time.Hour)
+		name := fmt.Sprintf("bench%d", i)
+		var rv api.Resv
+		if err := admin.Call(ctx, api.OpResvCreate, api.ResvCreateRequest{Name: name, Start: start, End: start.Add(time.Hour), Nodes: 1, Users: []string{"alice"}}, &rv); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		if err := admin.Call(ctx, api.OpResvDelete, api.ResvRequest{Name: name}, &rv); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+}

@@ -191,11 +191,14 @@ func (r *Runtime) resvList(_ context.Context, q Request) (any, error) {
 		out.Resvs = append(out.Resvs, r.apiResv(rv))
 		at = append(at, resvCursor{int64(rv.Start), rv.Name})
 	}
-	if n := fit(out.Resvs); more || n < len(out.Resvs) {
-		out.Resvs = out.Resvs[:n]
+	n, enc, err := fitEncoded(out.Resvs)
+	if err != nil {
+		return nil, err
+	}
+	if more || n < len(out.Resvs) {
 		out.Next = at[n-1].String()
 	}
-	return out, nil
+	return encodedList("resvs", enc, out.Next), nil
 }
 
 func (r *Runtime) resvShow(_ context.Context, q Request) (any, error) {

@@ -3,6 +3,7 @@ package broker_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -312,6 +313,33 @@ func TestRuntimePendingDATServed(t *testing.T) {
 	j = waitJob(t, child, queued)
 	if j.State != api.JobCompleted || j.StartTime.Before(start) || j.StartTime.After(start.Add(3*time.Second)) {
 		t.Fatalf("the job queued through the URI: %s, started %v (DAT start %v)", j.State, j.StartTime, start)
+	}
+}
+
+// TestRuntimePendingDATServedAtReply: the instance of a reservation
+// answers as soon as its creation is answered, from another connection,
+// every time (a script runs 'strata resv create' and then submits through
+// 'strata uri NAME' at once).
+func TestRuntimePendingDATServedAtReply(t *testing.T) {
+	b, _ := runtime(t, "")
+	ctx := context.Background()
+	admin, alice := userClient(t, b, "admin"), userClient(t, b, "alice")
+	start := time.Now().Add(time.Hour).Truncate(time.Second)
+	for i := range 30 {
+		name := fmt.Sprintf("at%d", i)
+		from := start.Add(time.Duration(2*i) * time.Hour)
+		var rv api.Resv
+		if err := admin.Call(ctx, api.OpResvCreate, api.ResvCreateRequest{Name: name, Start: from, End: from.Add(time.Hour), Nodes: 1, Users: []string{"alice"}}, &rv); err != nil {
+			t.Fatal(err)
+		}
+		child, err := alice.At(rv.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var list api.JobsReply
+		if err := child.Call(ctx, api.OpJobs, api.JobsRequest{}, &list); err != nil {
+			t.Fatalf("reservation %s: its instance, right after the reply to its creation: %v", name, err)
+		}
 	}
 }
 

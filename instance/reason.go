@@ -43,6 +43,11 @@ func (in *Instance) pendingReason(j *Job, w *Wait) string {
 	case WaitReservation:
 		return fmt.Sprintf("waiting for reservation %s to start; planned to start at %s", w.Resv, fmtTime(w.Until))
 	case WaitPriority:
+		if r := in.resv; r != nil && in.passAt < r.Start {
+			// Nothing in a DAT runs before it starts: say that first,
+			// not only that jobs ahead have priority.
+			return fmt.Sprintf("waiting for reservation %s to start at %s; then jobs ahead of it have priority", r.Name, fmtTime(r.Start))
+		}
 		return in.resourceText(j) + " not free; jobs ahead of it have priority"
 	case WaitNoFit:
 		if errors.Is(j.waitErr, timeline.ErrNoFit) && in.resv != nil {

@@ -172,7 +172,7 @@ func (t *Timeline) search(p plan, notBefore Time, d Duration, limit Time) (Time,
 	var seen Time // once collected, segs hold the node spans starting before seen
 	for c < limit {
 		var ok bool
-		if c, ok = t.countsFit(p.amt, c, d); !ok || c >= limit {
+		if c, ok = t.countsFit(p.amt, c, d, limit); !ok {
 			break
 		}
 		if p.n == 0 {
@@ -202,9 +202,16 @@ func (t *Timeline) search(p plan, notBefore Time, d Duration, limit Time) (Time,
 	return 0, NodeSet{}, false
 }
 
-// countsFit returns the earliest start >= c where every count dimension has
-// room for amt throughout [start, start+d), ending by the horizon.
-func (t *Timeline) countsFit(amt []int64, c Time, d Duration) (Time, bool) {
+// countsFit returns the earliest start in [c, limit) where every count
+// dimension has room for amt throughout [start, start+d), ending by the
+// horizon. The limit stops the scan of the change points there: a search
+// over a short range (MoveEarlier's) need not read on to a start far after
+// it.
+func (t *Timeline) countsFit(amt []int64, c Time, d Duration, limit Time) (Time, bool) {
+	end := t.res.horizon
+	if limit < MaxTime && limit-1 < end-Time(d) {
+		end = limit - 1 + Time(d) // the last window that starts before limit
+	}
 	// Round-robin over the dimensions until len(amt) in a row agree on c.
 	agree := 0
 	for i := 0; agree < len(amt); i = (i + 1) % len(amt) {
@@ -217,7 +224,7 @@ func (t *Timeline) countsFit(amt []int64, c Time, d Duration) (Time, bool) {
 		if s := t.skip; s != nil {
 			a, b, use = s.start, s.end, t.skipUse[i]
 		}
-		c2, ok := t.dims[i].earliest(amt[i], c, d, t.res.horizon, a, b, use)
+		c2, ok := t.dims[i].earliest(amt[i], c, d, end, a, b, use)
 		if !ok {
 			return 0, false
 		}

@@ -66,6 +66,28 @@ func decode(t *testing.T, g golden) decoded {
 	t.Helper()
 	var d decoded
 	var err error
+	// The lease's records are not the core's: they decode on their own.
+	switch {
+	case g.key == FenceKey: // in every bucket the active broker writes
+		_, err = DecodeFence(g.bucket, g.data)
+	case g.bucket == MetaBucket && g.key == LeaseKey:
+		_, err = DecodeLease(g.data)
+	case g.bucket == MetaBucket && g.key == ConfigKey:
+		_, err = DecodeConfig(g.data)
+	default:
+		return decodeCore(t, g)
+	}
+	if err != nil {
+		t.Fatalf("%s/%s does not restore: %v", g.bucket, g.key, err)
+	}
+	return d
+}
+
+// decodeCore decodes a golden record of the core's state.
+func decodeCore(t *testing.T, g golden) decoded {
+	t.Helper()
+	var d decoded
+	var err error
 	switch g.bucket {
 	case JobsBucket:
 		d.job, d.meta, err = DecodeJob(g.key, g.data)

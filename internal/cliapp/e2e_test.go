@@ -79,15 +79,20 @@ func buildStrata(dir string) (string, error) {
 	return buildPrograms(dir, race)
 }
 
-// buildPrograms builds cmd/strata and cmd/strata-broker into dir and
-// returns the path of strata.
+// buildPrograms builds cmd/strata and cmd/strata-broker into dir as the
+// README does, and returns the path of strata: the front end without cgo
+// (see cmd/strata), unless race (the race detector needs cgo).
 func buildPrograms(dir string, race bool) (string, error) {
 	for _, prog := range []string{"strata", BrokerProgram} {
 		args := []string{"build", "-o", filepath.Join(dir, prog)}
 		if race {
 			args = append(args, "-race")
 		}
-		out, err := exec.Command("go", append(args, "../../cmd/"+prog)...).CombinedOutput()
+		cmd := exec.Command("go", append(args, "../../cmd/"+prog)...)
+		if prog == "strata" && !race {
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		}
+		out, err := cmd.CombinedOutput()
 		if err != nil {
 			return "", fmt.Errorf("go build ./cmd/%s: %v\n%s", prog, err, out)
 		}

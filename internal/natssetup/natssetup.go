@@ -178,8 +178,8 @@ func Init(dir, stateDir string) (Result, error) {
 		if f.secret {
 			mode = 0o600
 		}
-		if err := writeNew(f.path, f.data, mode); err != nil {
-			return res, err
+		if err := WriteNew(f.path, f.data, mode); err != nil {
+			return res, fmt.Errorf("nats init: %w", err)
 		}
 		res.Files = append(res.Files, f.path)
 	}
@@ -274,18 +274,20 @@ func LoadSigner(keysDir string) (*Signer, error) {
 	return &Signer{Key: kp, Account: ac.Subject}, nil
 }
 
-// writeNew creates path with mode and writes data; it fails if path exists.
-func writeNew(path string, data []byte, mode os.FileMode) error {
+// WriteNew creates path with mode and writes data; it fails if path
+// exists, so that a key or credentials are never overwritten by accident.
+// The broker writes its own secrets with it too.
+func WriteNew(path string, data []byte, mode os.FileMode) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
-		return fmt.Errorf("nats init: %w", err)
+		return err
 	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()
-		return fmt.Errorf("nats init: write %s: %w", path, err)
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("nats init: write %s: %w", path, err)
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
 }
