@@ -74,6 +74,8 @@ func decode(t *testing.T, g golden) decoded {
 		_, err = DecodeLease(g.data)
 	case g.bucket == MetaBucket && g.key == ConfigKey:
 		_, err = DecodeConfig(g.data)
+	case g.bucket == MetaBucket && strings.HasPrefix(g.key, ReplyPrefix):
+		_, err = DecodeReply(g.key, g.data)
 	default:
 		return decodeCore(t, g)
 	}
@@ -96,11 +98,7 @@ func decodeCore(t *testing.T, g golden) decoded {
 	case QPUBucket:
 		err = d.qpu.DecodeQPU(g.key, g.data)
 	case MetaBucket:
-		// Lease, fence and reply records have tests of their own
-		// (lease_test.go, reply_test.go); they are not the state.
-		if g.key == IDsKey {
-			d.ids, err = DecodeIDs(g.data)
-		}
+		d.ids, err = DecodeIDs(g.data)
 	case NodesBucket:
 		d.node, err = DecodeNode(g.key, g.data)
 	default:
