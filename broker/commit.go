@@ -18,7 +18,8 @@ import (
 // record is one record to persist, copied under the lock.
 type record struct {
 	bucket, key string
-	v           any // a record type of package store
+	v           any           // a record type of package store
+	ttl         time.Duration // the store forgets it after ttl; 0: never
 }
 
 // batch is the records of one input, queued for the committer while the
@@ -112,6 +113,7 @@ type group struct {
 type pubRec struct {
 	bucket, subj string
 	data         []byte
+	ttl          time.Duration
 }
 
 // span is the indexes [from, to) of a batch's own futures in a group.
@@ -251,14 +253,14 @@ func (c *committer) publishGroup(q []*batch) *group {
 				// outage: writing it again would not help.
 				r.b.log.Error("cannot encode record", "bucket", rec.bucket, "key", rec.key, "err", err)
 				f, subj = failedFuture(fmt.Errorf("%w: %v", errEncode, err)), ""
-			} else if f, err = r.b.js.PublishAsync(subj, d, r.fenced(rec.bucket)...); err != nil {
+			} else if f, err = r.b.js.PublishAsync(subj, d, r.fenced(rec.bucket, ttlOpts(rec.ttl)...)...); err != nil {
 				f = failedFuture(err)
 			}
 			if at != nil {
 				at[k] = len(g.fs)
 			}
 			g.fs = append(g.fs, f)
-			g.recs = append(g.recs, pubRec{bucket: rec.bucket, subj: subj, data: d})
+			g.recs = append(g.recs, pubRec{bucket: rec.bucket, subj: subj, data: d, ttl: rec.ttl})
 		}
 		if len(b.handouts) > 0 {
 			go answerHandouts(r.b.ctx, r.lease, b) // once the records are durable
@@ -426,7 +428,7 @@ func (c *committer) recover() {
 		silent = false
 		for _, p := range c.retry {
 			actx, cancel := context.WithTimeout(ctx, retryAckTimeout)
-			_, err := c.r.b.js.Publish(actx, p.subj, p.data, c.r.fenced(p.bucket)...)
+			_, err := c.r.b.js.Publish(actx, p.subj, p.data, c.r.fenced(p.bucket, ttlOpts(p.ttl)...)...)
 			cancel()
 			if isWrongLastSeq(err) {
 				// Deposed: the held changes are never written.
@@ -463,6 +465,15 @@ func (c *committer) fail(err error) {
 		close(b.durable)
 	}
 	c.held = nil
+}
+
+// ttlOpts returns the publish options of a record the store forgets
+// after ttl.
+func ttlOpts(ttl time.Duration) []jetstream.PublishOpt {
+	if ttl <= 0 {
+		return nil
+	}
+	return []jetstream.PublishOpt{jetstream.WithMsgTTL(ttl)}
 }
 
 // failed is the future of a record that could not be published.

@@ -37,9 +37,42 @@ import (
 // allows one write in flight per checked subject and refuses the others
 // with "wrong last sequence" (10164) whatever the fence says, and the
 // committer pipelines its writes. A broker on R3 relies on the lease's
-// deadline alone (it stops acting before a standby can take over) until
-// its writes go as atomic batches, one per stream and commit group, whose
-// every message may check the fence (see the report of issue 13).
+// deadline alone: it acts only until LeaseDuration-LeaseRenew after its
+// last renewal was sent, and a standby takes over only after seeing the
+// lease unchanged for LeaseDuration (see lease). That holds unless the
+// two clocks' rates differ by more than LeaseRenew over one lease, or the
+// broker is paused between checking its lease and its write reaching the
+// server: such a late write lands after the successor restored, and the
+// successor neither knows it nor refuses it.
+//
+// Designs that would close the gap, and why neither is in yet:
+//
+//   - The last write of a commit group per stream carries the check, the
+//     others go before it unchecked, and the group is acted on once the
+//     checked one is acknowledged. The deposed broker then acts on
+//     nothing, but its unchecked writes still land: they overwrite the
+//     successor's records of the same keys, and records of keys the
+//     successor never rewrites survive into its next restore. Correct
+//     only if restore can tell them apart and fall back to the value
+//     before them: every record would carry its writer's incarnation,
+//     the buckets would keep history, and restore would skip the records
+//     of an older incarnation that follow the current fence. Only one
+//     checked write may be in flight per stream, so commit groups would
+//     also no longer overlap on the way to the server.
+//   - Atomic batch publish (nats-server 2.12+, AllowAtomicPublish on the
+//     stream, R3 included; headers Nats-Batch-Id, Nats-Batch-Sequence and
+//     Nats-Batch-Commit on the last message, with no client API in
+//     nats.go 1.55): one batch per stream and commit group, whose commit
+//     checks the fence, lands whole or not at all. The one-checked-write
+//     -in-flight limit still applies per subject across batches, so a
+//     stream takes one group at a time (a round trip of the stream's
+//     Raft group per commit group, where the committer now pipelines),
+//     and a batch is one stream's: a group that spans buckets is fenced
+//     per bucket, as on R1 today. This is the correct design; it needs
+//     the raw-header publish path, the stream configuration change, and
+//     the R3 benchmark (BenchmarkNATS) to price the lost pipelining.
+//     (Both limits read in nats-server v2.15.3, jetstream_batching.go:
+//     a checked subject in process refuses the next check with 10164.)
 
 // fencedBuckets are the buckets the runtime writes; the archive stream
 // is fenced too.

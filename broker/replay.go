@@ -2,12 +2,14 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/strata-hpc/strata/api"
+	"github.com/strata-hpc/strata/broker/store"
 )
 
 // Replays. A client sends every attempt of one change with the same
@@ -22,8 +24,19 @@ import (
 // server), the instance and the operation. Replies are kept in memory for
 // replayTTL, at most replayMax of them; an answer that says no answer came
 // (unavailable, deadline_exceeded, too_many_requests) is not kept, so its
-// retry is handled afresh. Submissions (submit, qpu-submit) also record
-// their own key with the job, which a broker that takes over restores.
+// retry is handled afresh.
+//
+// Memory alone does not outlive the broker: a change whose reply was lost
+// in a crash or a takeover would be made again by the next broker. So the
+// reply to a change the runtime makes is also written to the store, as a
+// store.Reply in MetaBucket, in the same batch as the change's own
+// records (Runtime.do): both are durable, or neither is, and both are
+// fenced by the lease. The record carries a per-message TTL of replayTTL,
+// so the store forgets it by itself, and a broker that restores loads
+// the live ones back into memory. Submissions (submit, qpu-submit) write
+// no reply record: their key is in the job's record, which a broker that
+// takes over restores, and a second write per submission would cost the
+// hot path.
 const (
 	replayTTL = 15 * time.Minute
 	replayMax = 100_000
@@ -91,6 +104,76 @@ func (r *replays) evict(now time.Time) {
 		}
 		r.order = r.order[1:]
 	}
+}
+
+// restore adds the reply of a change recorded by an earlier broker, as if
+// this broker had answered it at at.
+func (r *replays) restore(key string, msg *nats.Msg, at time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[string]*replay{}
+	}
+	if _, ok := r.m[key]; ok {
+		return
+	}
+	p := &replay{done: make(chan struct{}), msg: msg, at: at, keep: true}
+	close(p.done)
+	r.m[key] = p
+	r.order = append(r.order, key)
+}
+
+// replayID names a keyed change, for the runtime to record its reply.
+type replayID struct{ user, path, op, key string }
+
+type replayCtxKey struct{}
+
+// withReplay returns ctx carrying id, for Runtime.do.
+func withReplay(ctx context.Context, id *replayID) context.Context {
+	return context.WithValue(ctx, replayCtxKey{}, id)
+}
+
+// replayOf returns the keyed change ctx carries, or nil.
+func replayOf(ctx context.Context) *replayID {
+	id, _ := ctx.Value(replayCtxKey{}).(*replayID)
+	return id
+}
+
+// replyRecord returns the durable record of the reply v, err to the
+// change id, and whether there is one to write: not for submissions (see
+// replays), nor for an answer that is not kept or that dispatch would turn
+// into an internal error with a reference of its own.
+func replyRecord(id *replayID, v any, err error, now time.Time) (record, bool) {
+	if id == nil || id.op == api.OpSubmit || id.op == api.OpQPUSubmit || !keepReply(err) {
+		return record{}, false
+	}
+	rec := store.Reply{V: store.Version, User: id.user, Path: id.path, Op: id.op, RequestKey: id.key, At: now.UnixMilli()}
+	if err != nil {
+		var ae *api.Error
+		if !errors.As(err, &ae) || ae.Code == api.CodeInternal {
+			return record{}, false
+		}
+		rec.Data, rec.Code, rec.Error = api.EncodeError(err), string(api.CodeOf(err)), headerSafe(err.Error())
+	} else {
+		data, mErr := api.EncodeReply(v)
+		if mErr != nil {
+			return record{}, false // dispatch answers with an internal error
+		}
+		rec.Data = data
+	}
+	return record{bucket: MetaBucket, key: store.ReplyKey(id.user, id.path, id.op, id.key), v: rec, ttl: replayTTL}, true
+}
+
+// restoredReply returns the reply message a reply record holds, and its
+// cache key.
+func restoredReply(rec store.Reply) (string, *nats.Msg) {
+	msg := &nats.Msg{Data: rec.Data}
+	if rec.Code != "" {
+		msg.Header = nats.Header{}
+		msg.Header.Set(api.HeaderError, rec.Error)
+		msg.Header.Set(api.HeaderErrorCode, rec.Code)
+	}
+	return rec.User + "\x00" + rec.Path + "\x00" + rec.Op + "\x00" + rec.RequestKey, msg
 }
 
 // replayKey returns the cache key of a request, or "" when it carries no

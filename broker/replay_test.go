@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/strata-hpc/strata/api"
 	"github.com/strata-hpc/strata/broker"
+	"github.com/strata-hpc/strata/broker/store"
 	"github.com/strata-hpc/strata/instance"
 	"github.com/strata-hpc/strata/internal/hostlist"
 	"github.com/strata-hpc/strata/timeline"
@@ -169,5 +171,110 @@ func TestClientRetriesOnlyWithoutAnswer(t *testing.T) {
 	wantCode(t, err, api.CodeNotFound)
 	if d := time.Since(start); d > 8*time.Second {
 		t.Errorf("not_found took %v", d)
+	}
+}
+
+// A change retried after its broker restarted gets the first answer from
+// the store instead of being made again: the reply is recorded with the
+// change. Without the record, the second cancel is a conflict (the job is
+// already cancelled), the second create a conflict (the name is taken),
+// and the second delete a not-found.
+func TestRetriedChangesSurviveRestart(t *testing.T) {
+	dir := t.TempDir()
+	res := broker.Resources{RunAsSelf: true, AllowRootJobs: true, Nodes: must(hostlist.Parse("n[0-3]")), QPUs: []timeline.Pool{{Name: "qpu0", Size: 4}}, Policy: instance.EASY}
+	b := startBroker(t, dir)
+	rt, err := b.RunInstances(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, _ := rawConn(t, b, b.AdminCredsPath(), nats.CustomInboxPrefix(api.RoleUser.InboxPrefix("admin")))
+	data, code := sendKeyed(t, nc, "admin", "root", api.OpSubmit, "", api.SubmitRequest{Nodes: 1, Hold: true, Command: []string{"true"}, Cwd: "/"})
+	var j api.Job
+	if code != "" || api.DecodeReply(data, &j) != nil {
+		t.Fatalf("submit: %s %s", code, data)
+	}
+	start := time.Now().Add(48 * time.Hour).UTC().Truncate(time.Second)
+	changes := []struct {
+		op, key string
+		req     any
+	}{
+		{api.OpCancel, "k-cancel", api.CancelRequest{ID: j.ID}},
+		{api.OpResvCreate, "k-create", api.ResvCreateRequest{Name: "physics", Start: start, End: start.Add(time.Hour), Nodes: 1}},
+		{api.OpResvCreate, "k-create2", api.ResvCreateRequest{Name: "chem", Start: start, End: start.Add(time.Hour), Nodes: 1}},
+		{api.OpResvDelete, "k-delete", api.ResvRequest{Name: "chem"}},
+	}
+	type answer struct {
+		data []byte
+		code string
+	}
+	first := make([]answer, len(changes))
+	for i, c := range changes {
+		first[i].data, first[i].code = sendKeyed(t, nc, "admin", "root", c.op, c.key, c.req)
+		if first[i].code != "" {
+			t.Fatalf("%s: %s %s", c.op, first[i].code, first[i].data)
+		}
+	}
+	nc.Close()
+	rt.Close()
+	b.Shutdown()
+
+	b2 := startBroker(t, dir)
+	rt2, err := b2.RunInstances(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt2.Close() })
+	nc2, _ := rawConn(t, b2, b2.AdminCredsPath(), nats.CustomInboxPrefix(api.RoleUser.InboxPrefix("admin")))
+	for i, c := range changes {
+		data, code := sendKeyed(t, nc2, "admin", "root", c.op, c.key, c.req)
+		if code != first[i].code || !bytes.Equal(data, first[i].data) {
+			t.Errorf("%s %s after a restart: %s %s, want the first answer %s", c.op, c.key, code, data, first[i].data)
+		}
+	}
+	// One effect: physics exists once, chem is gone, the job is cancelled.
+	var rv api.ResvsReply
+	callAdmin(t, b2, api.OpResvList, api.ResvListRequest{}, &rv)
+	var names []string
+	for _, r := range rv.Resvs {
+		names = append(names, r.Name+":"+r.State)
+	}
+	if len(names) != 2 || names[0] != "chem:cancelled" || names[1] != "physics:pending" {
+		t.Errorf("reservations after the retries: %v, want [chem:cancelled physics:pending]", names)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// A state directory from before reply records (strata_meta without
+// message TTLs) is upgraded in place: the broker starts on it and records
+// replies there.
+func TestReplyRecordsUpgradeMetaBucket(t *testing.T) {
+	b := startBroker(t, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := b.KeyValue(ctx, jetstream.KeyValueConfig{Bucket: broker.MetaBucket, Description: "Strata " + broker.MetaBucket}); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := b.RunInstances(broker.Resources{RunAsSelf: true, AllowRootJobs: true, Nodes: must(hostlist.Parse("n[0-1]")), Policy: instance.EASY})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	nc, _ := rawConn(t, b, b.AdminCredsPath(), nats.CustomInboxPrefix(api.RoleUser.InboxPrefix("admin")))
+	start := time.Now().Add(48 * time.Hour).UTC().Truncate(time.Second)
+	if data, code := sendKeyed(t, nc, "admin", "root", api.OpResvCreate, "k-1", api.ResvCreateRequest{Name: "physics", Start: start, End: start.Add(time.Hour), Nodes: 1}); code != "" {
+		t.Fatalf("resv-create: %s %s", code, data)
+	}
+	kv, err := b.JetStream().KeyValue(ctx, broker.MetaBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Get(ctx, store.ReplyKey("admin", "root", api.OpResvCreate, "k-1")); err != nil {
+		t.Fatalf("no reply record: %v", err)
 	}
 }

@@ -148,6 +148,9 @@ type Runtime struct {
 	// commits publishes the sealed batches, in the order the inputs
 	// held the lock.
 	commits *committer
+	// reply is the record of the current input's reply, when it carries
+	// an idempotency key; output puts it in the input's batch.
+	reply *record
 	// busy counts start tasks and exit persistences in flight; Close
 	// waits for them (idle is signalled when busy drops to 0).
 	busy int
@@ -306,7 +309,12 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 	ctx, cancel := context.WithTimeout(b.ctx, b.opts.StartTimeout)
 	defer cancel()
 	for _, bucket := range []string{JobsBucket, ResvsBucket, QPUBucket, MetaBucket, ArraysBucket, NodesBucket} {
-		if _, err := b.KeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, Description: "Strata " + bucket}); err != nil {
+		cfg := jetstream.KeyValueConfig{Bucket: bucket, Description: "Strata " + bucket}
+		if bucket == MetaBucket {
+			// Reply records carry a TTL of their own (see replays).
+			cfg.LimitMarkerTTL = time.Minute
+		}
+		if _, err := b.KeyValue(ctx, cfg); err != nil {
 			return nil, err
 		}
 	}
@@ -449,6 +457,17 @@ func (r *Runtime) restore(ctx context.Context) error {
 		jobs = append(jobs, rec.job)
 	}
 	if err := r.loadAll(ctx, MetaBucket, func(key string, data []byte) error {
+		if strings.HasPrefix(key, store.ReplyPrefix) {
+			rec, err := store.DecodeReply(key, data)
+			if err != nil {
+				return err
+			}
+			if at := time.UnixMilli(rec.At); time.Since(at) < replayTTL {
+				k, msg := restoredReply(rec)
+				r.b.replays.restore(k, msg, at)
+			}
+			return nil
+		}
 		if key != store.IDsKey {
 			return nil
 		}
@@ -724,6 +743,9 @@ func (r *Runtime) output() output {
 			b.recs = append(b.recs, record{bucket: MetaBucket, key: store.IDsKey, v: r.savedIDs})
 			r.idsDirty = false
 		}
+		if r.reply != nil {
+			b.recs = append(b.recs, *r.reply)
+		}
 		b.handouts = r.qp.handouts
 		r.qp.recs, r.qp.handouts = nil, nil
 		clear(r.isDirty)
@@ -733,6 +755,7 @@ func (r *Runtime) output() output {
 		r.commits.add(b) // under r.mu: in the order of the inputs
 		out.batch = b
 	}
+	r.reply = nil
 	out.starts, r.starts = r.starts, nil
 	out.signals, r.signals = r.signals, nil
 	out.aborts, r.qp.aborts = r.qp.aborts, nil
@@ -1215,6 +1238,9 @@ func (r *Runtime) do(ctx context.Context, f func(now instance.Time) (any, error)
 	}
 	v, err := f(r.now())
 	r.apply()
+	if rec, ok := replyRecord(replayOf(ctx), v, err, time.Now()); ok {
+		r.reply = &rec // goes with the change's records, if it made one
+	}
 	out := r.output()
 	r.mu.Unlock()
 	if werr := r.finish(ctx, out); werr != nil && err == nil {

@@ -31,6 +31,9 @@ type Request struct {
 	Data []byte
 
 	b *Broker // for Blocking; nil in a Request made by hand
+	// replay names the change when it carries an idempotency key: the
+	// runtime records its reply with the change (see replays).
+	replay *replayID
 }
 
 // Blocking runs f, which waits for something other than the broker's work
@@ -372,6 +375,7 @@ func (s *Service) dispatch(op string, r micro.Request) {
 		if rk := replayKey(user, path, op, nats.Header(r.Headers())); rk != "" {
 			p, first := b.replays.begin(rk, start)
 			if first {
+				req.replay = &replayID{user: user, path: path, op: op, key: nats.Header(r.Headers()).Get(api.HeaderRequestKey)}
 				var v any
 				v, err, panicked = s.call(req)
 				if err != nil {
@@ -456,10 +460,14 @@ func (s *Service) call(req Request) (v any, err error, panicked bool) {
 			v, err, panicked = nil, &refError{ref: ref, err: fmt.Errorf("panic: %v", p)}, true
 		}
 	}()
+	ctx := s.b.ctx
+	if req.replay != nil {
+		ctx = withReplay(ctx, req.replay)
+	}
 	if f, ok := s.builtins[req.Op]; ok {
-		v, err = f(s.b.ctx, req)
+		v, err = f(ctx, req)
 	} else {
-		v, err = s.h.Handle(s.b.ctx, req)
+		v, err = s.h.Handle(ctx, req)
 	}
 	return v, err, false
 }

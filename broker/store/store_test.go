@@ -74,6 +74,8 @@ func decode(t *testing.T, g golden) decoded {
 		_, err = DecodeLease(g.data)
 	case g.bucket == MetaBucket && g.key == ConfigKey:
 		_, err = DecodeConfig(g.data)
+	case g.bucket == MetaBucket && strings.HasPrefix(g.key, ReplyPrefix):
+		_, err = DecodeReply(g.key, g.data)
 	default:
 		return decodeCore(t, g)
 	}

@@ -1,6 +1,7 @@
 package cliapp
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -504,12 +505,31 @@ func brokerServer(t *testing.T, e *faultEnv) int {
 // a standby, waits while the first serves a submission and execution
 // load, and takes over when the first is killed with SIGKILL (see
 // runFault for what is checked). A standby with other resources refuses
-// to start and names the difference.
+// to start and names the difference. A reservation created with an
+// idempotency key before the takeover, retried with it after, gets the
+// first answer from the standby (not "already exists").
 func TestStandbyTakesOver(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real broker processes and a NATS server")
 	}
-	runFault(t, faultCase{name: "active broker", servers: 1, standby: true, fault: func(t *testing.T, e *faultEnv) {
+	var first []byte
+	start := time.Now().Add(48 * time.Hour).UTC().Truncate(time.Second)
+	resv := func(t *testing.T, e *faultEnv) ([]byte, string) {
+		return sendKeyedE2E(t, "nats://"+e.c.Addrs()[0], filepath.Join(e.active.dir, "admin.creds"), api.OpResvCreate, "resv-once",
+			api.ResvCreateRequest{Name: "later", Start: start, End: start.Add(time.Hour), Nodes: 1})
+	}
+	setup := func(t *testing.T, e *faultEnv) {
+		var code string
+		if first, code = resv(t, e); code != "" {
+			t.Fatalf("resv-create: %s %s", code, first)
+		}
+	}
+	check := func(t *testing.T, e *faultEnv) {
+		if again, code := resv(t, e); code != "" || !bytes.Equal(again, first) {
+			t.Errorf("the retried resv-create after the takeover got %s %s, want the first answer %s", code, again, first)
+		}
+	}
+	runFault(t, faultCase{name: "active broker", servers: 1, standby: true, setup: setup, check: check, fault: func(t *testing.T, e *faultEnv) {
 		bad := startStandbyBroker(t, e.c, "--standby", "--nodes", "n[0-7]", "--kill-grace", "1s")
 		select {
 		case <-bad.exited:
