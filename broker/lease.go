@@ -297,8 +297,19 @@ func (l *lease) keep() {
 			continue
 		}
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-			l.depose(fmt.Errorf("another broker took the lease (%s)", l.holder()))
-			return
+			// A renewal whose answer was lost (a leader election on a
+			// cluster) may have been written all the same: then the
+			// record is still this broker's, at a newer revision.
+			switch mine, nrev, renewed, gerr := l.stillMine(); {
+			case gerr != nil:
+				// Cannot tell yet: as for any failed renewal, below.
+			case mine:
+				l.took(nrev, renewed)
+				continue
+			default:
+				l.depose(fmt.Errorf("another broker took the lease (%s)", l.holder()))
+				return
+			}
 		}
 		if !paused && !l.active() {
 			paused = true
@@ -306,6 +317,26 @@ func (l *lease) keep() {
 				"last_renewal", last.Format(time.RFC3339Nano), "err", err)
 		}
 	}
+}
+
+// stillMine reads the lease record and reports whether it is this
+// broker's (its incarnation), with its revision and the time its writer
+// stamped as the renewal: a write that timed out may have landed.
+func (l *lease) stillMine() (mine bool, rev uint64, renewed time.Time, err error) {
+	ctx, cancel := context.WithTimeout(l.b.ctx, l.renew)
+	defer cancel()
+	e, err := l.kv.Get(ctx, store.LeaseKey)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return false, 0, time.Time{}, nil
+	}
+	if err != nil {
+		return false, 0, time.Time{}, err
+	}
+	h, err := store.DecodeLease(e.Value())
+	if err != nil {
+		return false, 0, time.Time{}, err
+	}
+	return h.Incarnation == l.rec.Incarnation, e.Revision(), time.UnixMilli(h.Renewed), nil
 }
 
 // holder describes the lease's current holder, as the store has it.

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -363,5 +364,65 @@ func TestStandbyConfigMismatch(t *testing.T) {
 	ok.Shutdown()
 	if err := <-done; err == nil {
 		t.Error("the standby took over from a holder that renews")
+	}
+}
+
+// TestLeaseRenewalLandedUnanswered: a renewal that the store wrote but
+// whose answer was lost (a leader election on a cluster) leaves the
+// record at a newer revision that is still this broker's. The next
+// renewal's revision check fails; the broker must see that the record is
+// its own and go on, not depose itself. (Before, it stepped down, and a
+// library user's broker stopped serving after a server of its cluster
+// was killed.)
+func TestLeaseRenewalLandedUnanswered(t *testing.T) {
+	c := newLeaseCluster(t)
+	a := c.broker(t, true)
+	ra, err := a.RunInstances(leaseRes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ra.Close()
+	kv, err := a.js.KeyValue(ctxT(t), MetaBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Write the record again as the broker would have: same holder, a
+	// newer revision the broker never heard of.
+	for i := 0; i < 3; i++ {
+		e, err := kv.Get(ctxT(t), store.LeaseKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := kv.Update(ctxT(t), store.LeaseKey, e.Value(), e.Revision()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * DefaultLeaseRenew)
+	}
+	select {
+	case <-ra.Deposed():
+		t.Fatalf("deposed by its own renewal: %v", ra.DeposedErr())
+	default:
+	}
+	if _, err := submitHeld(ctxT(t), ra); err != nil {
+		t.Fatalf("the broker stopped acting: %v", err)
+	}
+	// Another holder's record still deposes it.
+	e, err := kv.Get(ctxT(t), store.LeaseKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := store.DecodeLease(e.Value())
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Incarnation = "someone-else"
+	data, _ := json.Marshal(other)
+	if _, err := kv.Update(ctxT(t), store.LeaseKey, data, e.Revision()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ra.Deposed():
+	case <-time.After(20 * time.Second):
+		t.Fatal("a broker whose lease another holder took was not deposed")
 	}
 }
