@@ -236,11 +236,17 @@ func (r result) String() string {
 // strataAs runs the CLI as user ("" for no credentials in the
 // environment) in the work directory.
 func (b *e2eBroker) strataAs(user string, args ...string) result {
+	return b.execAs(user, nil, args...)
+}
+
+// execAs runs the CLI ('strata exec', or any command) as user with
+// extra environment, in the work directory.
+func (b *e2eBroker) execAs(user string, env []string, args ...string) result {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, e2eBin, args...)
 	cmd.Dir = b.work
-	cmd.Env = b.env(user)
+	cmd.Env = append(b.env(user), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

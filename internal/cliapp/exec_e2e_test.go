@@ -2,7 +2,6 @@ package cliapp
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -27,28 +26,6 @@ func startExecCluster(t testing.TB) *e2eBroker {
 		b.startAgentProc(t, node, creds, filepath.Join(b.dir, "agent-"+node))
 	}
 	return b
-}
-
-// execAs runs 'strata exec' (or any command) as user with extra
-// environment, in the work directory.
-func (b *e2eBroker) execAs(user string, env []string, args ...string) result {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, e2eBin, args...)
-	cmd.Dir = b.work
-	cmd.Env = append(b.env(user), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	r := result{args: args, stdout: out.String(), stderr: errb.String()}
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		r.code = ee.ExitCode()
-	case err != nil:
-		r.code, r.stderr = -1, err.Error()
-	}
-	return r
 }
 
 // TestE2EExec: 'strata exec' inside a four-node batch job, with four
