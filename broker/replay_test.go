@@ -169,7 +169,10 @@ func TestClientRetriesOnlyWithoutAnswer(t *testing.T) {
 	gone := dial(t, b, "root.nosuch", admin)
 	_, err = gone.Whoami(ctx)
 	wantCode(t, err, api.CodeNotFound)
-	if d := time.Since(start); d > 8*time.Second {
+	// The client gives a missing instance client.noInstanceGrace (5 s) of
+	// retries, not its whole timeout (30 s); a loaded CI machine took
+	// 8.15 s once, so the bound sits between the two.
+	if d := time.Since(start); d > 20*time.Second {
 		t.Errorf("not_found took %v", d)
 	}
 }
