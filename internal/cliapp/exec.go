@@ -90,6 +90,14 @@ func runExec(c *cli.Context) error {
 	if err := req.Validate(); err != nil {
 		return usageErr(err)
 	}
+	// Forward SIGINT, SIGTERM and SIGHUP to the tasks, as srun does; a
+	// second SIGINT kills them. The handler is in place before the step
+	// is asked for: its tasks may start before the answer reaches us, and
+	// a signal in between is passed on once the step is known, instead
+	// of killing exec and leaving them behind.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
 	var rep api.ExecReply
 	if err := call(c, cl, api.OpExec, req, &rep); err != nil {
 		return err
@@ -105,11 +113,6 @@ func runExec(c *cli.Context) error {
 			&taskOutput{path: t.Stderr, prefix: prefix, w: c.App.ErrWriter})
 	}
 	var st api.ExecStatusReply
-	// Forward SIGINT, SIGTERM and SIGHUP to the tasks, as srun does; a
-	// second SIGINT kills them.
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
 	interrupts := 0
 	var readErr error
 	for !st.Done {
