@@ -8,7 +8,8 @@
 # Needs the Slurm peer running (../shared/peers/slurm/setup.sh) and built
 # programs, strata and strata-broker in one directory:
 #
-#	CGO_ENABLED=0 go build -o /tmp/s/strata ./cmd/strata && go build -o /tmp/s/strata-broker ./cmd/strata-broker
+#	CGO_ENABLED=0 go build -tags urfave_cli_no_docs -o /tmp/s/strata ./cmd/strata &&
+#	  go build -tags urfave_cli_no_docs -o /tmp/s/strata-broker ./cmd/strata-broker
 #	STRATA=/tmp/s/strata bench/side-by-side.sh
 #
 # Prints one line per figure: name slurm=median strata=median

@@ -6,9 +6,12 @@
 // takes to initialise the server's packages; 'strata broker' and 'strata
 // demo' run the strata-broker program, found next to this one or on PATH.
 //
-// Build it without cgo, as the README does:
+// Build it without cgo and with cliapp.BuildTags, as the README does:
 //
-//	CGO_ENABLED=0 go build ./cmd/strata
+//	CGO_ENABLED=0 go build -tags urfave_cli_no_docs ./cmd/strata
+//
+// (The tag leaves out urfave/cli's Markdown renderer, whose package
+// initialisation every command paid for; see cliapp.BuildTags.)
 //
 // With cgo, a Go program that imports net (as the NATS client does) is
 // linked dynamically against the C library, for a DNS resolver and user
