@@ -23,6 +23,7 @@ func writeMan(w io.Writer, app *cli.App) error {
 	m := &manWriter{w: w}
 	m.line(".nh")
 	m.line(".TH " + app.Name + " 8 \"\" \"" + roffQuoted(app.Name+" "+app.Version) + "\"")
+	m.line(".nh") // again: the man macros' .TH turns hyphenation back on
 	m.line(".SH NAME")
 	m.text(app.Name + " - " + app.Usage)
 	m.line(".SH SYNOPSIS")
