@@ -4,7 +4,7 @@
 # repository root; it stops the broker and the agents when it is done.
 set -eu
 dir=$(mktemp -d /tmp/strata-agents.XXXXXX)
-go build -o "$dir" ./cmd/strata ./cmd/strata-broker
+go build -tags urfave_cli_no_docs -o "$dir" ./cmd/strata ./cmd/strata-broker
 cd "$dir"
 # The jobs here are the admin's, who has no Unix account: run them as
 # whoever runs this script (as root, that takes --allow-root-jobs too). A

@@ -6,9 +6,12 @@
 // takes to initialise the server's packages; 'strata broker' and 'strata
 // demo' run the strata-broker program, found next to this one or on PATH.
 //
-// Build it without cgo, as the README does:
+// Build it without cgo and with cliapp.BuildTags, as the README does:
 //
-//	CGO_ENABLED=0 go build ./cmd/strata
+//	CGO_ENABLED=0 go build -tags urfave_cli_no_docs ./cmd/strata
+//
+// (The tag leaves out urfave/cli's Markdown renderer, whose package
+// initialisation every command paid for; see cliapp.BuildTags.)
 //
 // With cgo, a Go program that imports net (as the NATS client does) is
 // linked dynamically against the C library, for a DNS resolver and user
@@ -17,6 +20,24 @@
 // ('perf stat -r 40 strata resource list': 6.4-6.7 ms of CPU with cgo,
 // 5.5-6.0 without). Without cgo, the login name under which credentials
 // are looked for comes from /etc/passwd, else $USER.
+//
+// The runtime runs on its defaults, measured (issue 16; rusage medians of
+// 40-60 runs interleaved on a loaded 2-core machine):
+//   - GC off (debug.SetGCPercent(-1) under a memory limit) gains nothing
+//     for an everyday command, which never reaches the first collection
+//     at 4 MB ('jobs' with 300 jobs: GODEBUG=gctrace=1 prints nothing),
+//     and costs a large listing more in fresh pages than the collections
+//     it saves: 'jobs --json' with a 3,000-task array, 115 -> 148 ms of
+//     CPU, 2,243 -> 6,263 page faults.
+//   - runtime.GOMAXPROCS(1) in main cuts voluntary context switches by
+//     about 15% but not CPU, and adds page faults (resource list: 94 -> 79
+//     switches, 24.6 -> 24.9 ms, 573 -> 631 faults). GOMAXPROCS=1 in the
+//     environment pays (22.5 ms, 69 switches), but only the environment
+//     can set it before the runtime starts.
+//   - GODEBUG containermaxprocs=0, updatemaxprocs=0, decoratemappings=0,
+//     asyncpreemptoff=1 (the //go:debug candidates): no change.
+//   - The NATS client starts its three goroutines (reader, flusher,
+//     callbacks) whatever the options; its ping timer is only a timer.
 package main
 
 import "github.com/strata-hpc/strata/internal/cliapp"

@@ -25,7 +25,7 @@ func TestDATDay(t *testing.T) {
 		t.Skip("builds the binaries and runs a broker for seconds")
 	}
 	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", bin, "../../cmd/strata", "../../cmd/strata-broker")
+	build := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", bin, "../../cmd/strata", "../../cmd/strata-broker")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -71,12 +72,23 @@ const envTimeout = "STRATA_TIMEOUT"
 // connFlags are globalFlags as each command accepts them (without the
 // environment, which the app's flags read).
 func connFlags() []cli.Flag {
+	u := connUsage()
 	return []cli.Flag{
-		&cli.StringFlag{Name: "uri", Usage: "the instance to talk to (default $STRATA_URI, else " + api.DefaultURI.String() + ")"},
-		&cli.StringFlag{Name: "creds", Usage: "the NATS credentials file (default $STRATA_CREDS, else $XDG_CONFIG_HOME/strata/LOGIN.creds)"},
-		&cli.StringFlag{Name: "timeout", Usage: "how long a request may take, retries included (default $" + envTimeout + ", else " + client.DefaultTimeout.String() + ")"},
+		&cli.StringFlag{Name: "uri", Usage: u[0]},
+		&cli.StringFlag{Name: "creds", Usage: u[1]},
+		&cli.StringFlag{Name: "timeout", Usage: u[2]},
 	}
 }
+
+// connUsage are the usages of connFlags, made once: every command with an
+// action gets the three flags.
+var connUsage = sync.OnceValue(func() [3]string {
+	return [3]string{
+		"the instance to talk to (default $STRATA_URI, else " + api.DefaultURI.String() + ")",
+		"the NATS credentials file (default $STRATA_CREDS, else $XDG_CONFIG_HOME/strata/LOGIN.creds)",
+		"how long a request may take, retries included (default $" + envTimeout + ", else " + client.DefaultTimeout.String() + ")",
+	}
+})
 
 func jsonFlag() cli.Flag {
 	return &cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table"}
@@ -90,7 +102,7 @@ func prepare(c *cli.Command) {
 		for _, f := range connFlags() {
 			// A command's own flag of the same name wins ('qpu result
 			// --timeout' bounds the wait); the global one still applies.
-			if !slices.ContainsFunc(c.Flags, func(g cli.Flag) bool { return slices.Contains(g.Names(), f.Names()[0]) }) {
+			if !slices.ContainsFunc(c.Flags, func(g cli.Flag) bool { return hasName(g, f.(*cli.StringFlag).Name) }) {
 				c.Flags = append(c.Flags, f)
 			}
 		}
@@ -424,11 +436,41 @@ func findFlag(flags []cli.Flag, arg string) cli.Flag {
 	name := strings.TrimLeft(arg, "-")
 	name, _, _ = strings.Cut(name, "=")
 	for _, f := range flags {
-		if slices.Contains(f.Names(), name) {
+		if hasName(f, name) {
 			return f
 		}
 	}
 	return nil
+}
+
+// hasName reports whether name is one of f's names. It reads the names of
+// the flag types strata uses from their fields: urfave/cli's Names runs a
+// regular expression over each name, and every command's start ran it for
+// every flag of every command (prepare), a third of building the command
+// tree (BenchmarkNewApp). Strata's flag names hold no comma or space, all
+// that the expression strips.
+func hasName(f cli.Flag, name string) bool {
+	var primary string
+	var aliases []string
+	switch f := f.(type) {
+	case *cli.StringFlag:
+		primary, aliases = f.Name, f.Aliases
+	case *cli.BoolFlag:
+		primary, aliases = f.Name, f.Aliases
+	case *cli.IntFlag:
+		primary, aliases = f.Name, f.Aliases
+	case *cli.StringSliceFlag:
+		primary, aliases = f.Name, f.Aliases
+	case *cli.Int64Flag:
+		primary, aliases = f.Name, f.Aliases
+	case *cli.Uint64Flag:
+		primary, aliases = f.Name, f.Aliases
+	case *cli.Float64Flag:
+		primary, aliases = f.Name, f.Aliases
+	default:
+		return slices.Contains(f.Names(), name)
+	}
+	return primary == name || slices.Contains(aliases, name)
 }
 
 // takesValue reports whether arg is a flag that takes its value from the

@@ -80,11 +80,12 @@ func buildStrata(dir string) (string, error) {
 }
 
 // buildPrograms builds cmd/strata and cmd/strata-broker into dir as the
-// README does, and returns the path of strata: the front end without cgo
-// (see cmd/strata), unless race (the race detector needs cgo).
+// README does (with BuildTags), and returns the path of strata: the front
+// end without cgo (see cmd/strata), unless race (the race detector needs
+// cgo).
 func buildPrograms(dir string, race bool) (string, error) {
 	for _, prog := range []string{"strata", BrokerProgram} {
-		args := []string{"build", "-o", filepath.Join(dir, prog)}
+		args := []string{"build", "-tags", BuildTags, "-o", filepath.Join(dir, prog)}
 		if race {
 			args = append(args, "-race")
 		}

@@ -2,7 +2,6 @@ package cliapp
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 )
@@ -91,16 +90,6 @@ func manCommand() *cli.Command {
 		Usage:        "print the manual page of strata (roff): strata man | man -l -",
 		UsageText:    "strata man",
 		OnUsageError: onUsageError,
-		Action: func(c *cli.Context) error {
-			if c.NArg() != 0 {
-				return usageErr(fmt.Errorf("'strata man' takes no arguments; got %s", strings.Join(c.Args().Slice(), " ")))
-			}
-			s, err := c.App.ToMan()
-			if err != nil {
-				return fmt.Errorf("making the manual page: %w", err)
-			}
-			fmt.Fprint(c.App.Writer, s)
-			return nil
-		},
+		Action:       manAction,
 	}
 }

@@ -1,7 +1,9 @@
 package cliapp
 
 import (
+	"debug/buildinfo"
 	"debug/elf"
+	"strings"
 	"testing"
 )
 
@@ -29,5 +31,36 @@ func TestFrontEndStatic(t *testing.T) {
 	}
 	if len(libs) > 0 {
 		t.Errorf("the strata front end needs shared libraries %q: it is linked dynamically (built with cgo?)", libs)
+	}
+}
+
+// TestFrontEndLinks reads the build information of the front end, built as
+// the README builds it: built with BuildTags, and linking none of the
+// modules whose initialisation every command would pay for and none uses:
+// the NATS server and the Prometheus client (the broker's), and the
+// Markdown renderers of urfave/cli's ToMan ('strata man' is writeMan).
+func TestFrontEndLinks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the strata programs; skipped with -short")
+	}
+	bi, err := buildinfo.ReadFile(e2eBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tags := ""
+	for _, s := range bi.Settings {
+		if s.Key == "-tags" {
+			tags = s.Value
+		}
+	}
+	if tags != BuildTags {
+		t.Errorf("the front end was built with tags %q, want %q", tags, BuildTags)
+	}
+	for _, d := range bi.Deps {
+		for _, unwanted := range []string{"github.com/nats-io/nats-server", "github.com/prometheus/", "github.com/russross/blackfriday", "github.com/cpuguy83/go-md2man"} {
+			if strings.HasPrefix(d.Path, unwanted) {
+				t.Errorf("the front end links %s %s", d.Path, d.Version)
+			}
+		}
 	}
 }
