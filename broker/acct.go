@@ -157,15 +157,36 @@ func (r *Runtime) acct(ctx context.Context, q Request) (any, error) {
 			out.Next = "l" + out.Jobs[len(out.Jobs)-1].ID.String()
 		}
 	}
-	if n := fit(out.Jobs); n < len(out.Jobs) {
-		out.Jobs = out.Jobs[:n]
+	// Each job is encoded once, to fit the page and for the reply.
+	n, enc, err := fitEncoded(out.Jobs)
+	if err != nil {
+		return nil, err
+	}
+	if n < len(out.Jobs) {
 		if n <= len(seqs) { // cut inside the archive's part
 			out.Next = "a" + strconv.FormatUint(seqs[n-1], 10)
 		} else {
 			out.Next = "l" + out.Jobs[n-1].ID.String()
 		}
 	}
-	return out, nil
+	return acctEncoded(enc, out)
+}
+
+// acctEncoded is the JSON of out, as json.Marshal writes it, with the jobs
+// as fitEncoded encoded them (out.Jobs is not read).
+func acctEncoded(jobs [][]byte, out api.AcctReply) (api.Encoded, error) {
+	var extra [][]byte
+	if out.Resv != nil {
+		f, err := jsonField("resv", out.Resv)
+		if err != nil {
+			return nil, err
+		}
+		extra = append(extra, f)
+	}
+	if out.ResvArchived {
+		extra = append(extra, []byte(`"resv_archived":true`))
+	}
+	return encodedList("jobs", jobs, out.Next, extra...), nil
 }
 
 // parseAcctCursor reads acct's cursor: phase 'a' (the archive) and the

@@ -62,3 +62,49 @@ func BenchmarkCall(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkConnect measures what every CLI command pays before and for its
+// one request: dial, the server's INFO, CONNECT with the user JWT and the
+// signed nonce, the PING/PONG that confirms it, one call (whoami) and the
+// close. cpu-µs/conn is the CPU of this process, the server's side and the
+// client's both.
+func BenchmarkConnect(b *testing.B) {
+	br, err := broker.New(broker.Options{Listen: "127.0.0.1:0", StateDir: b.TempDir(), Logger: testLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := br.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer br.Shutdown()
+	if _, err := br.ServeInstance("root", toy(nil)); err != nil {
+		b.Fatal(err)
+	}
+	creds := addUser(b, br, "alice", false)
+	ctx := context.Background()
+	for _, call := range []bool{false, true} {
+		name := "dial"
+		if call {
+			name = "dial+whoami"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			start, cpu0 := time.Now(), cpuTime(b)
+			for range b.N {
+				c, err := client.Dial(br.URI("root"), client.WithCreds(creds))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if call {
+					if _, err := c.Whoami(ctx); err != nil {
+						b.Fatal(err)
+					}
+				}
+				c.Close()
+			}
+			elapsed, cpu := time.Since(start), cpuTime(b)-cpu0
+			b.ReportMetric(float64(elapsed.Microseconds())/float64(b.N), "µs/conn")
+			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/conn")
+		})
+	}
+}

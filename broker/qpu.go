@@ -286,11 +286,15 @@ func (r *Runtime) qpuJobs(_ context.Context, q Request) (any, error) {
 		}
 		out.Jobs = append(out.Jobs, apiQPUJob(j, false))
 	}
-	if n := fit(out.Jobs); n < len(out.Jobs) {
-		out.Jobs = out.Jobs[:n]
+	// Each job is encoded once, to fit the page and for the reply.
+	n, enc, err := fitEncoded(out.Jobs)
+	if err != nil {
+		return nil, err
+	}
+	if n < len(out.Jobs) {
 		out.Next = strconv.FormatUint(out.Jobs[n-1].ID, 10)
 	}
-	return out, nil
+	return encodedList("jobs", enc, out.Next), nil
 }
 
 func (r *Runtime) qpuShow(_ context.Context, q Request) (any, error) {

@@ -137,3 +137,95 @@ func TestRefusedSubject(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitCreds: for a .creds text laid out as jwt.FormatUserConfig
+// writes it, splitCreds finds the JWT and the seed that the jwt package's
+// parsers find; for other layouts it declines (and readCreds asks the jwt
+// package), and it never finds anything else than they do.
+func TestSplitCreds(t *testing.T) {
+	path, user := credsFile(t, "alice", api.RoleTag+string(api.RoleUser))
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, seed, ok := splitCreds(good)
+	wantSeed, _ := user.Seed()
+	if wantTok, _ := jwt.ParseDecoratedJWT(good); !ok || tok != wantTok || string(seed) != string(wantSeed) {
+		t.Fatalf("splitCreds(FormatUserConfig) = %.20q, %.8q, %v; want the JWT and the seed", tok, seed, ok)
+	}
+	acct, _ := nkeys.CreateAccount()
+	aseed, _ := acct.Seed()
+	s := string(good)
+	for _, tc := range []struct {
+		name string
+		data string
+		ok   bool
+	}{
+		{"as written", s, true},
+		{"no trailing text", s[:strings.LastIndex(s, "------END USER NKEY SEED------")+len("------END USER NKEY SEED------")], true},
+		{"CRLF", strings.ReplaceAll(s, "\n", "\r\n"), false},
+		{"leading blank", "\n" + s, false},
+		{"marker between", strings.Replace(s, "IMPORTANT", "--- IMPORTANT ---", 1), false},
+		{"other JWT marker", strings.Replace(s, "BEGIN NATS USER JWT", "BEGIN NATS ACCOUNT JWT", 1), false},
+		{"end marker glued", strings.Replace(s, "SEED------\n", "SEED------x", 1), false},
+		{"space in JWT", strings.Replace(s, ".", " .", 1), false},
+		{"empty JWT", strings.Replace(s, tok, "", 1), false},
+		{"account seed", strings.Replace(s, string(wantSeed), string(aseed), 1), true},
+		{"not a seed", strings.Replace(s, string(wantSeed), "XX"+string(wantSeed[2:]), 1), true},
+		{"bad seed", strings.Replace(s, string(wantSeed), "SU"+string(wantSeed[3:]), 1), true},
+		{"JWT only", strings.Split(s, "\n\n")[0] + "\n", false},
+		{"raw JWT", tok, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, _, ok := splitCreds([]byte(tc.data)); ok != tc.ok {
+				t.Errorf("splitCreds took it: %v; want %v", ok, tc.ok)
+			}
+			checkSplit(t, []byte(tc.data), tc.ok)
+		})
+	}
+}
+
+// checkSplit compares splitCreds and userKey with the jwt package on data;
+// with mustSplit, splitCreds has to take it.
+func checkSplit(t *testing.T, data []byte, mustSplit bool) {
+	t.Helper()
+	tok, seed, ok := splitCreds(data)
+	if mustSplit && !ok {
+		t.Fatalf("splitCreds declined %q", data)
+	}
+	if !ok {
+		return
+	}
+	wantTok, err := jwt.ParseDecoratedJWT(data)
+	if err != nil || tok != wantTok {
+		t.Errorf("JWT %q; jwt.ParseDecoratedJWT: %q, %v", tok, wantTok, err)
+	}
+	kp, err := userKey(seed)
+	want, werr := jwt.ParseDecoratedUserNKey(data)
+	if (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error() {
+		t.Fatalf("userKey: %v; jwt.ParseDecoratedUserNKey: %v", err, werr)
+	}
+	if err == nil {
+		got, _ := kp.Seed()
+		w, _ := want.Seed()
+		if string(got) != string(w) {
+			t.Errorf("userKey's seed differs from jwt.ParseDecoratedUserNKey's")
+		}
+	}
+}
+
+// FuzzSplitCreds: whatever the text, what splitCreds takes, the jwt
+// package reads the same way.
+func FuzzSplitCreds(f *testing.F) {
+	acct, _ := nkeys.CreateAccount()
+	user, _ := nkeys.CreateUser()
+	pub, _ := user.PublicKey()
+	tok, _ := jwt.NewUserClaims(pub).Encode(acct)
+	seed, _ := user.Seed()
+	good, _ := jwt.FormatUserConfig(tok, seed)
+	f.Add(good)
+	f.Add([]byte(credsJWTBegin + "a.b.c" + credsJWTEnd + "x" + credsSeedBegin + "SUAB" + credsSeedEnd))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkSplit(t, data, false)
+	})
+}
