@@ -36,9 +36,12 @@ func (r *Runtime) arrayRecords(b *batch) map[instance.JobID]bool {
 		var meta jobMeta
 		var ids []instance.JobID
 		var tasks []int
-		for i := 0; i < head.Spec.Array.Count; i++ {
-			j, ok := r.in.Job(a + instance.JobID(i))
-			if !ok || j.Spec.Array.Job != a || !untouched(j) {
+		all := make([]instance.JobID, head.Spec.Array.Count)
+		for i := range all {
+			all[i] = a + instance.JobID(i)
+		}
+		for _, j := range r.in.JobsByID(all) { // one walk of the queue, not one per task
+			if j.Spec.Array.Job != a || !untouched(j) {
 				continue
 			}
 			if ids == nil {

@@ -717,11 +717,14 @@ func (r *Runtime) output() output {
 	if len(r.dirtyJobs) > 0 || len(r.dirtyResvs) > 0 || len(r.dirtyNodes) > 0 || len(r.qp.recs) > 0 || len(r.qp.handouts) > 0 || r.idsDirty {
 		b := &batch{recs: make([]record, 0, len(r.dirtyJobs)+len(r.dirtyResvs)+len(r.qp.recs)), durable: make(chan struct{})}
 		inArray := r.arrayRecords(b)
-		for _, id := range r.dirtyJobs {
-			j, ok := r.in.Job(id)
-			if !ok || inArray[id] {
-				continue
-			}
+		// One walk of each queue for the places of all the pending
+		// jobs, not one per job: an array's tasks are a thousand.
+		ids := r.dirtyJobs
+		if len(inArray) > 0 {
+			ids = slices.DeleteFunc(slices.Clone(ids), func(id instance.JobID) bool { return inArray[id] })
+		}
+		for _, j := range r.in.JobsByID(ids) {
+			id := j.ID
 			var m jobMeta
 			if mp := r.meta[id]; mp != nil {
 				m = *mp // its fields are replaced, never changed in place
