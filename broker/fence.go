@@ -74,9 +74,10 @@ import (
 //     (Both limits read in nats-server v2.15.3, jetstream_batching.go:
 //     a checked subject in process refuses the next check with 10164.)
 
-// fencedBuckets are the buckets the runtime writes; the archive stream
+// fencedBuckets are the buckets the runtime writes (users and revoked
+// credentials included: user changes go through it); the archive stream
 // is fenced too.
-var fencedBuckets = []string{JobsBucket, ResvsBucket, QPUBucket, MetaBucket, ArraysBucket, store.ArchiveStream}
+var fencedBuckets = []string{JobsBucket, ResvsBucket, QPUBucket, MetaBucket, ArraysBucket, NodesBucket, UsersBucket, RevokedBucket, store.ArchiveStream}
 
 // errFenced is the server's refusal of a fenced write: another broker
 // has written its fence since this one did. Not an api error: those

@@ -77,6 +77,24 @@ func (c *leaseCluster) broker(t *testing.T, first bool, mut ...func(*Options)) *
 	return b
 }
 
+// withAccountKey gives a broker of the cluster the account key, as a
+// site gives every broker host its keys (docs/cluster.md), so that it
+// can issue credentials.
+func (c *leaseCluster) withAccountKey(t *testing.T) func(*Options) {
+	return func(o *Options) {
+		key, err := os.ReadFile(filepath.Join(c.dir, keysDir, accountFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(o.StateDir, keysDir), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(o.StateDir, keysDir, accountFile), key, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 var leaseRes = Resources{RunAsSelf: true, AllowRootJobs: true, Nodes: []string{"n0", "n1", "n2", "n3"}, KillGrace: time.Second}
 
 // submitHeld submits a held job straight into r's core, through the
@@ -424,5 +442,139 @@ func TestLeaseRenewalLandedUnanswered(t *testing.T) {
 	case <-ra.Deposed():
 	case <-time.After(20 * time.Second):
 		t.Fatal("a broker whose lease another holder took was not deposed")
+	}
+}
+
+// TestFenceRefusesDeposedUserWrites: user changes are fenced like every
+// other write: a holder that lost the lease without knowing it cannot add
+// a user; the server refuses the record and the broker steps down.
+// (Before, user add wrote the users bucket directly, unfenced.)
+func TestFenceRefusesDeposedUserWrites(t *testing.T) {
+	c := newLeaseCluster(t)
+	a := c.broker(t, true)
+	ra, err := a.RunInstances(leaseRes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ra.Close()
+	close(ra.lease.stop)
+	<-ra.lease.stopped
+	ra.lease.mu.Lock()
+	ra.lease.validUntil = time.Now().Add(time.Hour)
+	ra.lease.mu.Unlock()
+
+	sb := c.broker(t, false, func(o *Options) { o.Standby = true }, c.withAccountKey(t))
+	rs, err := sb.RunInstances(leaseRes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+
+	if _, err := a.AddUser(ctxT(t), api.UserAddRequest{Name: "mallory", Admin: true}); err == nil {
+		t.Fatal("the deposed broker added a user")
+	} else if api.CodeOf(err) != api.CodeUnavailable || !strings.Contains(err.Error(), "no longer the active one") {
+		t.Errorf("deposed user add: %v, want unavailable: no longer the active one", err)
+	}
+	if _, err := sb.kv.Get(ctxT(t), "mallory"); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Errorf("the deposed broker's user reached the store: %v", err)
+	}
+	select {
+	case <-ra.Deposed():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the deposed broker did not step down when the store refused its user record")
+	}
+	if _, err := sb.AddUser(ctxT(t), api.UserAddRequest{Name: "mallory"}); err != nil {
+		t.Errorf("the new holder's user add: %v", err)
+	}
+}
+
+// TestStandbyWritesNothingBeforeLease: a standby (with a state directory
+// of its own, so without admin.creds) started against a live active
+// broker writes nothing until it takes over: every stream's messages
+// since it started are the active broker's lease renewals. Once it takes
+// over, it records its administrator. (Before, its start rewrote the
+// admin user's record.)
+func TestStandbyWritesNothingBeforeLease(t *testing.T) {
+	c := newLeaseCluster(t)
+	a := c.broker(t, true)
+	ra, err := a.RunInstances(leaseRes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, _, err := a.user(ctxT(t), AdminUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := map[string]uint64{}
+	lister := a.js.ListStreams(ctxT(t))
+	for info := range lister.Info() {
+		last[info.Config.Name] = info.State.LastSeq
+	}
+	if err := lister.Err(); err != nil {
+		t.Fatal(err)
+	}
+	sb := c.broker(t, false, func(o *Options) { o.Standby = true }, c.withAccountKey(t))
+	took := make(chan *Runtime, 1)
+	fail := make(chan error, 1)
+	go func() {
+		r, err := sb.RunInstances(leaseRes)
+		if err != nil {
+			fail <- err
+			return
+		}
+		took <- r
+	}()
+	select {
+	case <-took:
+		t.Fatal("the standby took over while the holder renews its lease")
+	case err := <-fail:
+		t.Fatal(err)
+	case <-time.After(3 * testLease):
+	}
+	leaseSubj := "$KV." + MetaBucket + "." + store.LeaseKey
+	for name, seq := range last {
+		s, err := a.js.Stream(ctxT(t), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := s.Info(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for q := seq + 1; q <= info.State.LastSeq; q++ {
+			m, err := s.GetMsg(ctxT(t), q)
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
+				continue // superseded lease renewals
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Subject != leaseSubj {
+				t.Errorf("stream %s: the waiting standby wrote %s (sequence %d): %s", name, m.Subject, q, m.Data)
+			}
+		}
+	}
+	if _, err := os.Stat(sb.AdminCredsPath()); err == nil {
+		t.Error("the waiting standby wrote its admin.creds")
+	}
+	ra.Close()
+	var rs *Runtime
+	select {
+	case rs = <-took:
+	case err := <-fail:
+		t.Fatal(err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the standby did not take over after the holder stopped")
+	}
+	defer rs.Close()
+	if _, err := os.Stat(sb.AdminCredsPath()); err != nil {
+		t.Errorf("the standby that took over has no admin.creds: %v", err)
+	}
+	now, _, err := sb.user(ctxT(t), AdminUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if now.Key == admin.Key {
+		t.Error("the standby that took over did not record its administrator's credentials")
 	}
 }

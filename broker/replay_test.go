@@ -3,6 +3,8 @@ package broker_test
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -181,7 +183,9 @@ func TestClientRetriesOnlyWithoutAnswer(t *testing.T) {
 // the store instead of being made again: the reply is recorded with the
 // change. Without the record, the second cancel is a conflict (the job is
 // already cancelled), the second create a conflict (the name is taken),
-// and the second delete a not-found.
+// and the second delete a not-found; the second user add a conflict (the
+// user exists), the second revoke a failed precondition (no credentials
+// left) and the second user delete a not-found.
 func TestRetriedChangesSurviveRestart(t *testing.T) {
 	dir := t.TempDir()
 	res := broker.Resources{RunAsSelf: true, AllowRootJobs: true, Nodes: must(hostlist.Parse("n[0-3]")), QPUs: []timeline.Pool{{Name: "qpu0", Size: 4}}, Policy: instance.EASY}
@@ -191,6 +195,8 @@ func TestRetriedChangesSurviveRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	nc, _ := rawConn(t, b, b.AdminCredsPath(), nats.CustomInboxPrefix(api.RoleUser.InboxPrefix("admin")))
+	addUser(t, b, "bob", false)
+	addUser(t, b, "dave", false)
 	data, code := sendKeyed(t, nc, "admin", "root", api.OpSubmit, "", api.SubmitRequest{Nodes: 1, Hold: true, Command: []string{"true"}, Cwd: "/"})
 	var j api.Job
 	if code != "" || api.DecodeReply(data, &j) != nil {
@@ -205,6 +211,9 @@ func TestRetriedChangesSurviveRestart(t *testing.T) {
 		{api.OpResvCreate, "k-create", api.ResvCreateRequest{Name: "physics", Start: start, End: start.Add(time.Hour), Nodes: 1}},
 		{api.OpResvCreate, "k-create2", api.ResvCreateRequest{Name: "chem", Start: start, End: start.Add(time.Hour), Nodes: 1}},
 		{api.OpResvDelete, "k-delete", api.ResvRequest{Name: "chem"}},
+		{api.OpUserAdd, "k-user-add", api.UserAddRequest{Name: "carol"}},
+		{api.OpUserRevoke, "k-user-revoke", api.UserRequest{Name: "bob"}},
+		{api.OpUserDel, "k-user-del", api.UserRequest{Name: "dave"}},
 	}
 	type answer struct {
 		data []byte
@@ -243,6 +252,25 @@ func TestRetriedChangesSurviveRestart(t *testing.T) {
 	}
 	if len(names) != 2 || names[0] != "chem:cancelled" || names[1] != "physics:pending" {
 		t.Errorf("reservations after the retries: %v, want [chem:cancelled physics:pending]", names)
+	}
+	// carol added once (her first credentials still work), bob without
+	// credentials, dave gone.
+	var ur api.UsersReply
+	callAdmin(t, b2, api.OpUsers, nil, &ur)
+	var users []string
+	for _, u := range ur.Users {
+		users = append(users, fmt.Sprintf("%s:%t", u.Name, u.Key != ""))
+	}
+	if got := strings.Join(users, " "); got != "admin:true bob:false carol:true" {
+		t.Errorf("users after the retries: %s, want admin:true bob:false carol:true", got)
+	}
+	var added api.UserAddReply
+	if api.DecodeReply(first[4].data, &added) != nil {
+		t.Fatalf("user-add reply: %s", first[4].data)
+	}
+	carol := dial(t, b2, "root", saveCreds(t, "carol", added.Creds))
+	if w, err := carol.Whoami(ctxT(t, 20*time.Second)); err != nil || w.User != "carol" {
+		t.Errorf("carol's first credentials after the retry: %+v, %v", w, err)
 	}
 }
 

@@ -151,6 +151,11 @@ type Runtime struct {
 	// reply is the record of the current input's reply, when it carries
 	// an idempotency key; output puts it in the input's batch.
 	reply *record
+	// extra are the current input's records beyond the core's: users and
+	// revocations (users.go); output puts them in the input's batch.
+	extra []record
+	// users are the recorded users, by name (users.go).
+	users map[string]userRecord
 	// busy counts start tasks and exit persistences in flight; Close
 	// waits for them (idle is signalled when busy drops to 0).
 	busy int
@@ -280,6 +285,7 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 		orphanKill:  map[instance.JobID]bool{},
 		starting:    map[instance.JobID]*startTask{},
 		signalled:   map[instance.JobID]bool{},
+		users:       map[string]userRecord{},
 		startSem:    make(chan struct{}, maxStarts),
 		done:        make(chan struct{}),
 	}
@@ -355,7 +361,9 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 	go r.watchLease()
 	r.commits = newCommitter(r)
 	restoreStart := time.Now()
+	b.rt.Store(r) // user changes go through the runtime from now on
 	if err := r.restore(ctx); err != nil {
+		b.rt.CompareAndSwap(r, nil)
 		r.commits.stop()
 		r.lease.release()
 		return nil, err
@@ -377,6 +385,15 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 	}
 	go r.reapExits()
 	go r.sweeper()
+	if b.id != nil {
+		// A standby writes nothing before it holds the lease: its
+		// administrator credentials, like every other record, wait
+		// until now (see Broker.start).
+		if err := b.ensureAdminCreds(ctx); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
 	return r, nil
 }
 
@@ -478,6 +495,9 @@ func (r *Runtime) restore(ctx context.Context) error {
 		return err
 	}
 	if err := r.checkLost(ctx); err != nil {
+		return err
+	}
+	if err := r.restoreUsers(ctx); err != nil {
 		return err
 	}
 	if lost := r.savedIDs.Jobs - int64(len(jobs)); lost > 0 {
@@ -714,7 +734,7 @@ func (r *Runtime) output() output {
 		r.savedIDs = ids
 		r.idsDirty = true
 	}
-	if len(r.dirtyJobs) > 0 || len(r.dirtyResvs) > 0 || len(r.dirtyNodes) > 0 || len(r.qp.recs) > 0 || len(r.qp.handouts) > 0 || r.idsDirty {
+	if len(r.dirtyJobs) > 0 || len(r.dirtyResvs) > 0 || len(r.dirtyNodes) > 0 || len(r.qp.recs) > 0 || len(r.qp.handouts) > 0 || r.idsDirty || len(r.extra) > 0 {
 		b := &batch{recs: make([]record, 0, len(r.dirtyJobs)+len(r.dirtyResvs)+len(r.qp.recs)), durable: make(chan struct{})}
 		inArray := r.arrayRecords(b)
 		for _, id := range r.dirtyJobs {
@@ -743,6 +763,8 @@ func (r *Runtime) output() output {
 			b.recs = append(b.recs, record{bucket: MetaBucket, key: store.IDsKey, v: r.savedIDs})
 			r.idsDirty = false
 		}
+		b.recs = append(b.recs, r.extra...)
+		r.extra = nil
 		if r.reply != nil {
 			b.recs = append(b.recs, *r.reply)
 		}
