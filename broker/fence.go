@@ -185,8 +185,9 @@ func (r *Runtime) Deposed() <-chan struct{} { return r.lease.deposed }
 // DeposedErr returns why the runtime lost the lease, or nil.
 func (r *Runtime) DeposedErr() error { return r.lease.deposedErr() }
 
-// config is the runtime's resource configuration, as recorded for
-// standbys to compare theirs with.
+// config is the runtime's configuration, as recorded for standbys to
+// compare theirs with: resources, policy, and the broker's rights and
+// limits (Options), defaults filled in.
 func (r *Runtime) config() store.Config {
 	var qpus []string
 	for _, p := range r.res.QPUs {
@@ -197,16 +198,47 @@ func (r *Runtime) config() store.Config {
 		qpus = append(qpus, q)
 	}
 	slices.Sort(qpus)
+	o := r.b.opts
+	var admins []string
+	for _, a := range o.Admins {
+		if a != AdminUser {
+			admins = append(admins, a)
+		}
+	}
+	slices.Sort(admins)
+	admins = slices.Compact(admins)
+	walltime := o.Limits.MaxWalltime
+	if walltime <= 0 {
+		walltime = api.DefaultMaxWalltime
+	}
+	env := o.Limits.MaxEnvBytes
+	if env <= 0 {
+		env = api.DefaultMaxEnvBytes
+	}
+	private := "jobs"
+	if o.PublicJobs {
+		private = "none"
+	}
+	keep := r.res.KeepFinished
+	if keep == 0 {
+		keep = DefaultKeepFinished
+	}
 	return store.Config{
 		V: store.Version, Nodes: hostlist.Format(r.res.Nodes), QPUs: strings.Join(qpus, ","), Policy: r.res.Policy.Name,
 		DefaultWalltime: int64(r.res.DefaultWalltime / time.Second), MaxWalltime: int64(r.res.MaxWalltime / time.Second),
 		KillGrace: int64(r.res.KillGrace / time.Second),
+		Admins:    ptr(strings.Join(admins, ",")), WalltimeLimit: ptr(int64(walltime / time.Second)), MaxEnv: ptr(env),
+		MaxActivePerUser: ptr(o.MaxActivePerUser), MaxRequestsPerUser: ptr(o.MaxRequestsPerUser),
+		PrivateData: ptr(private), KeepFinished: ptr(int64(keep / time.Second)), KeepFinishedMax: ptr(r.res.KeepFinishedMax),
 	}
 }
 
+func ptr[T any](v T) *T { return &v }
+
 // checkConfig refuses a configuration that differs from the one the
 // active broker recorded, naming every difference. No record (no broker
-// ran yet, or one of a version before it was recorded) passes.
+// ran yet, or one of a version before it was recorded) passes, and a
+// setting an older record lacks is not checked.
 func (r *Runtime) checkConfig(ctx context.Context) error {
 	kv, err := r.b.js.KeyValue(ctx, MetaBucket)
 	if err != nil {
@@ -224,8 +256,8 @@ func (r *Runtime) checkConfig(ctx context.Context) error {
 		return err
 	}
 	if diff := r.config().Diff(active); len(diff) > 0 {
-		return api.Errorf(api.CodeFailedPrecondition, "this standby's resource configuration differs from the active broker's (%s): "+
-			"start it with the same --nodes, --qpu, --policy, --default-walltime, --max-walltime and --kill-grace (or the same --config file)",
+		return api.Errorf(api.CodeFailedPrecondition, "this standby's configuration differs from the active broker's, so the state would not mean the same to it (%s): "+
+			"start it with the active broker's settings (each difference names its flag), or the same --config file",
 			strings.Join(diff, "; "))
 	}
 	return nil

@@ -335,9 +335,10 @@ func TestFenceRefusesDeposedWrites(t *testing.T) {
 	}
 }
 
-// TestStandbyConfigMismatch: a standby whose resources differ from the
-// active broker's refuses to start, naming every difference and changing
-// nothing; one with the same resources waits.
+// TestStandbyConfigMismatch: a standby whose configuration differs from
+// the active broker's (resources, policy, admins, limits, private data,
+// keep-finished) refuses to start, naming every difference and its flag
+// and changing nothing; one with the same configuration waits.
 func TestStandbyConfigMismatch(t *testing.T) {
 	c := newLeaseCluster(t)
 	a := c.broker(t, true)
@@ -364,6 +365,58 @@ func TestStandbyConfigMismatch(t *testing.T) {
 	}
 	if !ra.lease.active() {
 		t.Error("the refused standby disturbed the active broker")
+	}
+	// Every setting the state's meaning depends on, one at a time.
+	for _, tc := range []struct {
+		name, want string
+		opts       func(*Options)
+		res        func(*Resources)
+	}{
+		{"admins", `admins: "alice" here, "" on the active broker (--admin)`, func(o *Options) { o.Admins = []string{"alice"} }, nil},
+		{"walltime limit", `walltime limit: "3600s" here, "31622400s" on the active broker (--max-walltime)`, func(o *Options) { o.Limits.MaxWalltime = time.Hour }, nil},
+		{"max env", `max environment: "1024" here, "131072" on the active broker (--max-env)`, func(o *Options) { o.Limits.MaxEnvBytes = 1024 }, nil},
+		{"max active", `max active requests per user: "3" here`, func(o *Options) { o.MaxActivePerUser = 3 }, nil},
+		{"max requests", `max requests per user: "7" here`, func(o *Options) { o.MaxRequestsPerUser = 7 }, nil},
+		{"private data", `private data: "none" here, "jobs" on the active broker (--private-data)`, func(o *Options) { o.PublicJobs = true }, nil},
+		{"keep finished", `keep finished: "60s" here, "259200s" on the active broker (--keep-finished)`, nil, func(r *Resources) { r.KeepFinished = time.Minute }},
+		{"keep finished max", `keep finished max: "5" here, "0" on the active broker (--keep-finished-max)`, nil, func(r *Resources) { r.KeepFinishedMax = 5 }},
+		{"max walltime", `max walltime: "7200s" here, "0s" on the active broker (--max-walltime)`, nil, func(r *Resources) { r.MaxWalltime = 2 * time.Hour }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := []func(*Options){func(o *Options) { o.Standby = true }}
+			if tc.opts != nil {
+				opts = append(opts, tc.opts)
+			}
+			res := leaseRes
+			if tc.res != nil {
+				tc.res(&res)
+			}
+			sb := c.broker(t, false, opts...)
+			done := make(chan error, 1)
+			go func() {
+				r, err := sb.RunInstances(res)
+				if err == nil {
+					r.Close()
+				}
+				done <- err
+			}()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(30 * time.Second):
+				sb.Shutdown() // ends its wait
+				t.Fatalf("a standby with another setting waits to take over: %v", <-done)
+			}
+			if err == nil {
+				t.Fatal("a standby with another setting started")
+			}
+			if !strings.Contains(err.Error(), tc.want) || api.CodeOf(err) != api.CodeFailedPrecondition {
+				t.Errorf("error %q (%s) does not say %q", err, api.CodeOf(err), tc.want)
+			}
+			if strings.Count(err.Error(), " on the active broker (") != 1 {
+				t.Errorf("error %q names more than the one difference", err)
+			}
+		})
 	}
 	ok := c.broker(t, false, func(o *Options) { o.Standby = true })
 	done := make(chan error, 1)
@@ -576,5 +629,78 @@ func TestStandbyWritesNothingBeforeLease(t *testing.T) {
 	}
 	if now.Key == admin.Key {
 		t.Error("the standby that took over did not record its administrator's credentials")
+	}
+}
+
+// TestStandbyAcceptsOldConfigRecord: a configuration record written
+// before admins, limits, private data and keep-finished were recorded
+// does not refuse a standby over them (they are not checked); the
+// resources it has still are. The next active broker writes the whole
+// record.
+func TestStandbyAcceptsOldConfigRecord(t *testing.T) {
+	c := newLeaseCluster(t)
+	a := c.broker(t, true)
+	ra, err := a.RunInstances(leaseRes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := a.js.KeyValue(ctxT(t), MetaBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := ra.config()
+	old := store.Config{V: full.V, Nodes: full.Nodes, QPUs: full.QPUs, Policy: full.Policy, DefaultWalltime: full.DefaultWalltime, MaxWalltime: full.MaxWalltime, KillGrace: full.KillGrace}
+	data, err := json.Marshal(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), "admins") {
+		t.Fatalf("the old record carries new fields: %s", data)
+	}
+	if _, err := kv.Put(ctxT(t), store.ConfigKey, data); err != nil {
+		t.Fatal(err)
+	}
+	other := leaseRes
+	other.Nodes = []string{"n0"}
+	refused := c.broker(t, false, func(o *Options) { o.Standby = true })
+	if _, err := refused.RunInstances(other); err == nil || !strings.Contains(err.Error(), "nodes:") {
+		t.Fatalf("a standby with other nodes against an old record: %v, want refused over nodes", err)
+	}
+	sb := c.broker(t, false, func(o *Options) { o.Standby = true; o.Admins = []string{"alice"}; o.PublicJobs = true })
+	took := make(chan *Runtime, 1)
+	fail := make(chan error, 1)
+	go func() {
+		r, err := sb.RunInstances(leaseRes)
+		if err != nil {
+			fail <- err
+			return
+		}
+		took <- r
+	}()
+	select {
+	case err := <-fail:
+		t.Fatalf("a standby refused over settings the old record lacks: %v", err)
+	case <-time.After(2 * testLease):
+	}
+	ra.Close()
+	var rs *Runtime
+	select {
+	case rs = <-took:
+	case err := <-fail:
+		t.Fatal(err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the standby did not take over")
+	}
+	defer rs.Close()
+	e, err := kv.Get(ctxT(t), store.ConfigKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, err := store.DecodeConfig(e.Value())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if now.Admins == nil || *now.Admins != "alice" || now.PrivateData == nil || *now.PrivateData != "none" || now.KeepFinished == nil {
+		t.Errorf("the new active broker did not write the whole record: %s", e.Value())
 	}
 }
