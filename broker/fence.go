@@ -155,10 +155,7 @@ func (r *Runtime) watchLease() {
 	}
 	r.b.log.Error("stepping down: this broker is no longer the active one", "why", err)
 	r.mu.Lock()
-	svcs := make([]*Service, 0, len(r.services))
-	for _, s := range r.services {
-		svcs = append(svcs, s)
-	}
+	svcs := r.servicesRootFirst()
 	r.mu.Unlock()
 	for _, s := range svcs {
 		if err := s.Stop(); err != nil {

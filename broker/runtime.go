@@ -531,13 +531,16 @@ func (r *Runtime) restore(ctx context.Context) error {
 	if err := r.restoreQPU(ctx, now); err != nil {
 		return err
 	}
-	if _, err := r.serve(r.in.Path()); err != nil {
-		return err
-	}
+	// The children first: a client that finds the root served takes "no
+	// responders" on another path as "no such instance" (see
+	// client.rootAnswers).
 	for _, p := range r.in.Children() {
 		if _, err := r.serve(p); err != nil {
 			return err
 		}
+	}
+	if _, err := r.serve(r.in.Path()); err != nil {
+		return err
 	}
 	isLost := map[instance.JobID]bool{}
 	for _, id := range lost {
@@ -610,10 +613,7 @@ func (r *Runtime) Close() error {
 	if r.qp.svc != nil {
 		r.qp.svc.Stop()
 	}
-	svcs := make([]*Service, 0, len(r.services))
-	for _, s := range r.services {
-		svcs = append(svcs, s)
-	}
+	svcs := r.servicesRootFirst()
 	r.mu.Unlock()
 	for _, s := range svcs {
 		s.Stop()
@@ -1229,6 +1229,22 @@ func (r *Runtime) serve(path string) (*Service, error) {
 	}
 	r.services[path] = s
 	return s, nil
+}
+
+// servicesRootFirst returns the instance services, the root's first:
+// services stop in this order, so that while the root answers, every
+// instance of the tree does (see client.rootAnswers). r.mu must be held.
+func (r *Runtime) servicesRootFirst() []*Service {
+	svcs := make([]*Service, 0, len(r.services))
+	if s := r.services[r.in.Path()]; s != nil {
+		svcs = append(svcs, s)
+	}
+	for p, s := range r.services {
+		if p != r.in.Path() {
+			svcs = append(svcs, s)
+		}
+	}
+	return svcs
 }
 
 func (r *Runtime) unserve(path string) {
