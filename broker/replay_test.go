@@ -216,7 +216,8 @@ func TestClientWaitsForInstanceDuringTakeover(t *testing.T) {
 // already cancelled), the second create a conflict (the name is taken),
 // and the second delete a not-found; the second user add a conflict (the
 // user exists), the second revoke a failed precondition (no credentials
-// left) and the second user delete a not-found.
+// left) and the second user delete a not-found. The instance URIs in a
+// replayed answer name the broker that serves them now.
 func TestRetriedChangesSurviveRestart(t *testing.T) {
 	dir := t.TempDir()
 	res := broker.Resources{RunAsSelf: true, AllowRootJobs: true, Nodes: must(hostlist.Parse("n[0-3]")), QPUs: []timeline.Pool{{Name: "qpu0", Size: 4}}, Policy: instance.EASY}
@@ -257,6 +258,7 @@ func TestRetriedChangesSurviveRestart(t *testing.T) {
 			t.Fatalf("%s: %s %s", c.op, first[i].code, first[i].data)
 		}
 	}
+	oldAddr := b.Addr()
 	nc.Close()
 	rt.Close()
 	b.Shutdown()
@@ -268,10 +270,19 @@ func TestRetriedChangesSurviveRestart(t *testing.T) {
 	}
 	t.Cleanup(func() { rt2.Close() })
 	nc2, _ := rawConn(t, b2, b2.AdminCredsPath(), nats.CustomInboxPrefix(api.RoleUser.InboxPrefix("admin")))
+	// The restarted broker listens on another port: the instance URIs in
+	// the first answers (physics's) name it now, as it serves them.
+	if oldAddr == b2.Addr() {
+		t.Fatalf("the restarted broker has the first one's address %s: the URI check would pass vacuously", oldAddr)
+	}
 	for i, c := range changes {
 		data, code := sendKeyed(t, nc2, "admin", "root", c.op, c.key, c.req)
-		if code != first[i].code || !bytes.Equal(data, first[i].data) {
-			t.Errorf("%s %s after a restart: %s %s, want the first answer %s", c.op, c.key, code, data, first[i].data)
+		want := bytes.ReplaceAll(first[i].data, []byte("://"+oldAddr+"/"), []byte("://"+b2.Addr()+"/"))
+		if code != first[i].code || !bytes.Equal(data, want) {
+			t.Errorf("%s %s after a restart: %s %s, want the first answer %s", c.op, c.key, code, data, want)
+		}
+		if c.key == "k-create" && !bytes.Contains(data, []byte(`"uri":"`+b2.URI("root.physics")+`"`)) {
+			t.Errorf("the replayed answer does not name the serving broker's URI %s: %s", b2.URI("root.physics"), data)
 		}
 	}
 	// One effect: physics exists once, chem is gone, the job is cancelled.

@@ -480,7 +480,7 @@ func (r *Runtime) restore(ctx context.Context) error {
 				return err
 			}
 			if at := time.UnixMilli(rec.At); time.Since(at) < replayTTL {
-				k, msg := restoredReply(rec)
+				k, msg := restoredReply(rec, r.b.advertised())
 				r.b.replays.restore(k, msg, at)
 			}
 			return nil
@@ -1276,7 +1276,7 @@ func (r *Runtime) do(ctx context.Context, f func(now instance.Time) (any, error)
 	}
 	v, err := f(r.now())
 	r.apply()
-	if rec, ok := replyRecord(replayOf(ctx), v, err, time.Now()); ok {
+	if rec, ok := replyRecord(replayOf(ctx), v, err, time.Now(), r.b.advertised); ok {
 		r.reply = &rec // goes with the change's records, if it made one
 	}
 	out := r.output()
