@@ -470,7 +470,16 @@ func (b *Broker) addUserDirect(ctx context.Context, req api.UserAddRequest, fres
 	} else {
 		_, err = b.kv.Create(ctx, req.Name, rec)
 		if errors.Is(err, jetstream.ErrKeyExists) {
-			return api.UserAddReply{}, userExists(req.Name)
+			// A deleted user's record is a tombstone (see
+			// store.User.Deleted): the name is free.
+			e, gErr := b.kv.Get(ctx, req.Name)
+			if gErr != nil {
+				return api.UserAddReply{}, userExists(req.Name)
+			}
+			if prev, dErr := store.DecodeUser(req.Name, e.Value()); dErr != nil || !prev.Deleted {
+				return api.UserAddReply{}, userExists(req.Name)
+			}
+			_, err = b.kv.Update(ctx, req.Name, rec, e.Revision())
 		}
 	}
 	if err != nil {

@@ -351,3 +351,39 @@ func TestReplyRecordsUpgradeMetaBucket(t *testing.T) {
 		t.Fatalf("no reply record: %v", err)
 	}
 }
+
+// A user deleted through the runtime leaves a tombstone record; a broker
+// that runs no instances lists the user as gone, and may add the name
+// again.
+func TestDeletedUserTombstone(t *testing.T) {
+	dir := t.TempDir()
+	b := startBroker(t, dir)
+	rt, err := b.RunInstances(broker.Resources{RunAsSelf: true, AllowRootJobs: true, Nodes: must(hostlist.Parse("n[0-1]")), Policy: instance.EASY})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addUser(t, b, "dave", false)
+	if _, err := b.DeleteUser(ctxT(t, 20*time.Second), "dave"); err != nil {
+		t.Fatal(err)
+	}
+	rt.Close()
+	b.Shutdown()
+
+	b2 := startBroker(t, dir)
+	users, err := b2.Users(ctxT(t, 20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range users {
+		if u.Name == "dave" {
+			t.Fatalf("the deleted user is listed: %+v", u)
+		}
+	}
+	if _, err := b2.RevokeUser(ctxT(t, 20*time.Second), "dave"); api.CodeOf(err) != api.CodeNotFound {
+		t.Errorf("revoke of the deleted user: %v, want not_found", err)
+	}
+	addUser(t, b2, "dave", false)
+	if _, err := b2.AddUser(ctxT(t, 20*time.Second), api.UserAddRequest{Name: "dave"}); api.CodeOf(err) != api.CodeConflict {
+		t.Errorf("adding dave twice: %v, want conflict", err)
+	}
+}
