@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -43,6 +44,13 @@ type Broker struct {
 	js       jetstream.JetStream
 	kv       jetstream.KeyValue // users
 	rkv      jetstream.KeyValue // revoked credentials (RevokedBucket)
+
+	// rt is the runtime once RunInstances has started one: user changes
+	// then go through it (fenced, with their replies recorded).
+	rt atomic.Pointer[Runtime]
+	// pushMu makes each push of the account JWT carry every revocation
+	// recorded before it (see applyRevocation).
+	pushMu sync.Mutex
 
 	ctx    context.Context // cancelled by Shutdown; handlers run under it
 	cancel context.CancelFunc
@@ -179,8 +187,12 @@ func (b *Broker) start() error {
 		return err
 	}
 	if b.id != nil {
-		if err := b.ensureAdminCreds(ctx); err != nil {
-			return err
+		// A standby writes nothing before it holds the lease:
+		// RunInstances writes its credentials once it does.
+		if !b.opts.Standby {
+			if err := b.ensureAdminCreds(ctx); err != nil {
+				return err
+			}
 		}
 	} else {
 		b.log.Warn("no signing key: this broker cannot issue credentials ('strata user add' will fail); "+
@@ -383,11 +395,19 @@ func (b *Broker) AddUser(ctx context.Context, req api.UserAddRequest) (api.UserA
 	if err := api.ValidateUser(req.Name); err != nil {
 		return api.UserAddReply{}, err
 	}
+	if req.Name == store.FenceKey {
+		return api.UserAddReply{}, api.Errorf(api.CodeInvalidArgument, "invalid user name %q: it is reserved for the broker's fence record; choose another name", req.Name)
+	}
 	if b.kv == nil {
 		return api.UserAddReply{}, api.Errorf(api.CodeUnavailable, "the broker is not running")
 	}
 	if b.id == nil {
 		return api.UserAddReply{}, b.noKeyError()
+	}
+	if req.Unix != "" {
+		if err := api.ValidateUnixAccount(req.Unix); err != nil {
+			return api.UserAddReply{}, err
+		}
 	}
 	b.mu.Lock()
 	admin := req.Admin || b.admins[req.Name] // configured admins always get admin credentials
@@ -397,11 +417,37 @@ func (b *Broker) AddUser(ctx context.Context, req api.UserAddRequest) (api.UserA
 	if req.ExpiresS > 0 {
 		expires = now.Add(time.Duration(req.ExpiresS) * time.Second)
 	}
-	if req.Unix != "" {
-		if err := api.ValidateUnixAccount(req.Unix); err != nil {
-			return api.UserAddReply{}, err
-		}
+	creds, key, err := b.id.mintKey(grant{role: api.RoleUser, name: req.Name, admin: admin, expires: expires})
+	if err != nil {
+		return api.UserAddReply{}, err
 	}
+	fresh := userRecord{V: userRecordVersion, Name: req.Name, Admin: req.Admin || req.Name == AdminUser, Created: now, Key: key, Expires: expires}
+	if r := b.rt.Load(); r != nil {
+		return r.addUser(ctx, req, fresh, admin, creds)
+	}
+	return b.addUserDirect(ctx, req, fresh, admin, creds)
+}
+
+// userAdded returns the record of a user added as fresh (the name, admin
+// flag, key and times of the new credentials) over old (the record it
+// replaces; zero when none), and the reply to the request.
+func userAdded(req api.UserAddRequest, old, fresh userRecord, admin bool, creds []byte) (userRecord, api.UserAddReply) {
+	// The Unix account is kept across new credentials unless given;
+	// one equal to the name is recorded as the default it is.
+	u := fresh
+	u.Unix = old.Unix
+	if req.Unix != "" {
+		u.Unix = req.Unix
+	}
+	if u.Unix == req.Name {
+		u.Unix = ""
+	}
+	return u, api.UserAddReply{Name: req.Name, Admin: admin, Creds: string(creds), Expires: u.Expires, Unix: cmp.Or(u.Unix, req.Name)}
+}
+
+// addUserDirect is AddUser on a broker that runs no instances (no
+// runtime, so no lease to fence with): it writes the users bucket itself.
+func (b *Broker) addUserDirect(ctx context.Context, req api.UserAddRequest, fresh userRecord, admin bool, creds []byte) (api.UserAddReply, error) {
 	var old userRecord
 	if req.Force {
 		if e, gErr := b.kv.Get(ctx, req.Name); gErr == nil {
@@ -409,22 +455,13 @@ func (b *Broker) AddUser(ctx context.Context, req api.UserAddRequest) (api.UserA
 			if old, uErr = store.DecodeUser(req.Name, e.Value()); uErr != nil {
 				b.log.Warn("bad user record", "user", req.Name, "err", uErr)
 			}
+			if old.Deleted {
+				old = userRecord{}
+			}
 		}
 	}
-	// The Unix account is kept across new credentials unless given;
-	// one equal to the name is recorded as the default it is.
-	account := old.Unix
-	if req.Unix != "" {
-		account = req.Unix
-	}
-	if account == req.Name {
-		account = ""
-	}
-	creds, key, err := b.id.mintKey(grant{role: api.RoleUser, name: req.Name, admin: admin, expires: expires})
-	if err != nil {
-		return api.UserAddReply{}, err
-	}
-	rec, err := store.EncodeUser(userRecord{Name: req.Name, Admin: req.Admin || req.Name == AdminUser, Created: now, Key: key, Expires: expires, Unix: account})
+	u, rep := userAdded(req, old, fresh, admin, creds)
+	rec, err := store.EncodeUser(u)
 	if err != nil {
 		return api.UserAddReply{}, fmt.Errorf("broker: %w", err)
 	}
@@ -433,24 +470,49 @@ func (b *Broker) AddUser(ctx context.Context, req api.UserAddRequest) (api.UserA
 	} else {
 		_, err = b.kv.Create(ctx, req.Name, rec)
 		if errors.Is(err, jetstream.ErrKeyExists) {
-			return api.UserAddReply{}, api.Errorf(api.CodeConflict, "user %s already exists; add --force to issue new credentials (the old ones are revoked)", req.Name)
+			// A deleted user's record is a tombstone (see
+			// store.User.Deleted): the name is free.
+			e, gErr := b.kv.Get(ctx, req.Name)
+			if gErr != nil {
+				return api.UserAddReply{}, userExists(req.Name)
+			}
+			if prev, dErr := store.DecodeUser(req.Name, e.Value()); dErr != nil || !prev.Deleted {
+				return api.UserAddReply{}, userExists(req.Name)
+			}
+			_, err = b.kv.Update(ctx, req.Name, rec, e.Revision())
 		}
 	}
 	if err != nil {
 		return api.UserAddReply{}, fmt.Errorf("broker: record user %s: %w", req.Name, err)
 	}
-	b.mu.Lock()
-	b.granted[req.Name] = req.Admin
-	b.setUnixLocked(req.Name, account)
-	b.mu.Unlock()
+	b.userRecorded(u)
 	// New credentials (and so any change of role) revoke the old ones: a
 	// demoted admin loses $SRV.> at once.
-	if old.Key != "" && old.Key != key && b.srv != nil {
+	if old.Key != "" && old.Key != u.Key && b.srv != nil {
 		if err := b.revokeKey(ctx, req.Name, old.Key); err != nil {
 			return api.UserAddReply{}, err
 		}
 	}
-	return api.UserAddReply{Name: req.Name, Admin: admin, Creds: string(creds), Expires: expires, Unix: cmp.Or(account, req.Name)}, nil
+	return rep, nil
+}
+
+func userExists(name string) error {
+	return api.Errorf(api.CodeConflict, "user %s already exists; add --force to issue new credentials (the old ones are revoked)", name)
+}
+
+// userRecorded brings the broker's view of user u (admin rights, Unix
+// account) up to its record, once the record is durable; the users
+// watcher does the same, later, for every broker on the cluster.
+func (b *Broker) userRecorded(u userRecord) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if u.Deleted {
+		b.granted[u.Name] = false
+		b.setUnixLocked(u.Name, "")
+		return
+	}
+	b.granted[u.Name] = u.Admin
+	b.setUnixLocked(u.Name, u.Unix)
 }
 
 // Users returns the users recorded in the users bucket, by name.
@@ -465,6 +527,9 @@ func (b *Broker) Users(ctx context.Context) ([]api.User, error) {
 	defer lister.Stop()
 	var users []api.User
 	for name := range lister.Keys() {
+		if name == store.FenceKey {
+			continue // not a user: see fence.go
+		}
 		e, err := b.kv.Get(ctx, name)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			continue
@@ -475,6 +540,9 @@ func (b *Broker) Users(ctx context.Context) ([]api.User, error) {
 		u, err := store.DecodeUser(name, e.Value())
 		if err != nil {
 			b.log.Warn("bad user record", "user", name, "err", err)
+			continue
+		}
+		if u.Deleted {
 			continue
 		}
 		users = append(users, b.apiUser(u))
@@ -509,12 +577,18 @@ func (b *Broker) watchUsers(ctx context.Context) error {
 				close(loaded)
 				continue
 			}
+			if e.Key() == store.FenceKey {
+				continue // not a user: see fence.go
+			}
 			var u userRecord
 			if e.Operation() == jetstream.KeyValuePut {
 				var err error
 				if u, err = store.DecodeUser(e.Key(), e.Value()); err != nil {
 					b.log.Warn("bad user record", "user", e.Key(), "err", err)
 				}
+			}
+			if u.Deleted {
+				u = userRecord{}
 			}
 			b.mu.Lock()
 			b.granted[e.Key()] = u.Admin

@@ -74,9 +74,10 @@ import (
 //     (Both limits read in nats-server v2.15.3, jetstream_batching.go:
 //     a checked subject in process refuses the next check with 10164.)
 
-// fencedBuckets are the buckets the runtime writes; the archive stream
+// fencedBuckets are the buckets the runtime writes (users and revoked
+// credentials included: user changes go through it); the archive stream
 // is fenced too.
-var fencedBuckets = []string{JobsBucket, ResvsBucket, QPUBucket, MetaBucket, ArraysBucket, store.ArchiveStream}
+var fencedBuckets = []string{JobsBucket, ResvsBucket, QPUBucket, MetaBucket, ArraysBucket, NodesBucket, UsersBucket, RevokedBucket, store.ArchiveStream}
 
 // errFenced is the server's refusal of a fenced write: another broker
 // has written its fence since this one did. Not an api error: those
@@ -154,10 +155,7 @@ func (r *Runtime) watchLease() {
 	}
 	r.b.log.Error("stepping down: this broker is no longer the active one", "why", err)
 	r.mu.Lock()
-	svcs := make([]*Service, 0, len(r.services))
-	for _, s := range r.services {
-		svcs = append(svcs, s)
-	}
+	svcs := r.servicesRootFirst()
 	r.mu.Unlock()
 	for _, s := range svcs {
 		if err := s.Stop(); err != nil {
@@ -184,8 +182,9 @@ func (r *Runtime) Deposed() <-chan struct{} { return r.lease.deposed }
 // DeposedErr returns why the runtime lost the lease, or nil.
 func (r *Runtime) DeposedErr() error { return r.lease.deposedErr() }
 
-// config is the runtime's resource configuration, as recorded for
-// standbys to compare theirs with.
+// config is the runtime's configuration, as recorded for standbys to
+// compare theirs with: resources, policy, and the broker's rights and
+// limits (Options), defaults filled in.
 func (r *Runtime) config() store.Config {
 	var qpus []string
 	for _, p := range r.res.QPUs {
@@ -196,16 +195,47 @@ func (r *Runtime) config() store.Config {
 		qpus = append(qpus, q)
 	}
 	slices.Sort(qpus)
+	o := r.b.opts
+	var admins []string
+	for _, a := range o.Admins {
+		if a != AdminUser {
+			admins = append(admins, a)
+		}
+	}
+	slices.Sort(admins)
+	admins = slices.Compact(admins)
+	walltime := o.Limits.MaxWalltime
+	if walltime <= 0 {
+		walltime = api.DefaultMaxWalltime
+	}
+	env := o.Limits.MaxEnvBytes
+	if env <= 0 {
+		env = api.DefaultMaxEnvBytes
+	}
+	private := "jobs"
+	if o.PublicJobs {
+		private = "none"
+	}
+	keep := r.res.KeepFinished
+	if keep == 0 {
+		keep = DefaultKeepFinished
+	}
 	return store.Config{
 		V: store.Version, Nodes: hostlist.Format(r.res.Nodes), QPUs: strings.Join(qpus, ","), Policy: r.res.Policy.Name,
 		DefaultWalltime: int64(r.res.DefaultWalltime / time.Second), MaxWalltime: int64(r.res.MaxWalltime / time.Second),
 		KillGrace: int64(r.res.KillGrace / time.Second),
+		Admins:    ptr(strings.Join(admins, ",")), WalltimeLimit: ptr(int64(walltime / time.Second)), MaxEnv: ptr(env),
+		MaxActivePerUser: ptr(o.MaxActivePerUser), MaxRequestsPerUser: ptr(o.MaxRequestsPerUser),
+		PrivateData: ptr(private), KeepFinished: ptr(int64(keep / time.Second)), KeepFinishedMax: ptr(r.res.KeepFinishedMax),
 	}
 }
 
+func ptr[T any](v T) *T { return &v }
+
 // checkConfig refuses a configuration that differs from the one the
 // active broker recorded, naming every difference. No record (no broker
-// ran yet, or one of a version before it was recorded) passes.
+// ran yet, or one of a version before it was recorded) passes, and a
+// setting an older record lacks is not checked.
 func (r *Runtime) checkConfig(ctx context.Context) error {
 	kv, err := r.b.js.KeyValue(ctx, MetaBucket)
 	if err != nil {
@@ -223,8 +253,8 @@ func (r *Runtime) checkConfig(ctx context.Context) error {
 		return err
 	}
 	if diff := r.config().Diff(active); len(diff) > 0 {
-		return api.Errorf(api.CodeFailedPrecondition, "this standby's resource configuration differs from the active broker's (%s): "+
-			"start it with the same --nodes, --qpu, --policy, --default-walltime, --max-walltime and --kill-grace (or the same --config file)",
+		return api.Errorf(api.CodeFailedPrecondition, "this standby's configuration differs from the active broker's, so the state would not mean the same to it (%s): "+
+			"start it with the active broker's settings (each difference names its flag), or the same --config file",
 			strings.Join(diff, "; "))
 	}
 	return nil

@@ -77,6 +77,24 @@ func (c *leaseCluster) broker(t *testing.T, first bool, mut ...func(*Options)) *
 	return b
 }
 
+// withAccountKey gives a broker of the cluster the account key, as a
+// site gives every broker host its keys (docs/cluster.md), so that it
+// can issue credentials.
+func (c *leaseCluster) withAccountKey(t *testing.T) func(*Options) {
+	return func(o *Options) {
+		key, err := os.ReadFile(filepath.Join(c.dir, keysDir, accountFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(o.StateDir, keysDir), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(o.StateDir, keysDir, accountFile), key, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 var leaseRes = Resources{RunAsSelf: true, AllowRootJobs: true, Nodes: []string{"n0", "n1", "n2", "n3"}, KillGrace: time.Second}
 
 // submitHeld submits a held job straight into r's core, through the
@@ -317,9 +335,10 @@ func TestFenceRefusesDeposedWrites(t *testing.T) {
 	}
 }
 
-// TestStandbyConfigMismatch: a standby whose resources differ from the
-// active broker's refuses to start, naming every difference and changing
-// nothing; one with the same resources waits.
+// TestStandbyConfigMismatch: a standby whose configuration differs from
+// the active broker's (resources, policy, admins, limits, private data,
+// keep-finished) refuses to start, naming every difference and its flag
+// and changing nothing; one with the same configuration waits.
 func TestStandbyConfigMismatch(t *testing.T) {
 	c := newLeaseCluster(t)
 	a := c.broker(t, true)
@@ -346,6 +365,58 @@ func TestStandbyConfigMismatch(t *testing.T) {
 	}
 	if !ra.lease.active() {
 		t.Error("the refused standby disturbed the active broker")
+	}
+	// Every setting the state's meaning depends on, one at a time.
+	for _, tc := range []struct {
+		name, want string
+		opts       func(*Options)
+		res        func(*Resources)
+	}{
+		{"admins", `admins: "alice" here, "" on the active broker (--admin)`, func(o *Options) { o.Admins = []string{"alice"} }, nil},
+		{"walltime limit", `walltime limit: "3600s" here, "31622400s" on the active broker (--max-walltime)`, func(o *Options) { o.Limits.MaxWalltime = time.Hour }, nil},
+		{"max env", `max environment: "1024" here, "131072" on the active broker (--max-env)`, func(o *Options) { o.Limits.MaxEnvBytes = 1024 }, nil},
+		{"max active", `max active requests per user: "3" here`, func(o *Options) { o.MaxActivePerUser = 3 }, nil},
+		{"max requests", `max requests per user: "7" here`, func(o *Options) { o.MaxRequestsPerUser = 7 }, nil},
+		{"private data", `private data: "none" here, "jobs" on the active broker (--private-data)`, func(o *Options) { o.PublicJobs = true }, nil},
+		{"keep finished", `keep finished: "60s" here, "259200s" on the active broker (--keep-finished)`, nil, func(r *Resources) { r.KeepFinished = time.Minute }},
+		{"keep finished max", `keep finished max: "5" here, "0" on the active broker (--keep-finished-max)`, nil, func(r *Resources) { r.KeepFinishedMax = 5 }},
+		{"max walltime", `max walltime: "7200s" here, "0s" on the active broker (--max-walltime)`, nil, func(r *Resources) { r.MaxWalltime = 2 * time.Hour }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := []func(*Options){func(o *Options) { o.Standby = true }}
+			if tc.opts != nil {
+				opts = append(opts, tc.opts)
+			}
+			res := leaseRes
+			if tc.res != nil {
+				tc.res(&res)
+			}
+			sb := c.broker(t, false, opts...)
+			done := make(chan error, 1)
+			go func() {
+				r, err := sb.RunInstances(res)
+				if err == nil {
+					r.Close()
+				}
+				done <- err
+			}()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(30 * time.Second):
+				sb.Shutdown() // ends its wait
+				t.Fatalf("a standby with another setting waits to take over: %v", <-done)
+			}
+			if err == nil {
+				t.Fatal("a standby with another setting started")
+			}
+			if !strings.Contains(err.Error(), tc.want) || api.CodeOf(err) != api.CodeFailedPrecondition {
+				t.Errorf("error %q (%s) does not say %q", err, api.CodeOf(err), tc.want)
+			}
+			if strings.Count(err.Error(), " on the active broker (") != 1 {
+				t.Errorf("error %q names more than the one difference", err)
+			}
+		})
 	}
 	ok := c.broker(t, false, func(o *Options) { o.Standby = true })
 	done := make(chan error, 1)
@@ -424,5 +495,212 @@ func TestLeaseRenewalLandedUnanswered(t *testing.T) {
 	case <-ra.Deposed():
 	case <-time.After(20 * time.Second):
 		t.Fatal("a broker whose lease another holder took was not deposed")
+	}
+}
+
+// TestFenceRefusesDeposedUserWrites: user changes are fenced like every
+// other write: a holder that lost the lease without knowing it cannot add
+// a user; the server refuses the record and the broker steps down.
+// (Before, user add wrote the users bucket directly, unfenced.)
+func TestFenceRefusesDeposedUserWrites(t *testing.T) {
+	c := newLeaseCluster(t)
+	a := c.broker(t, true)
+	ra, err := a.RunInstances(leaseRes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ra.Close()
+	close(ra.lease.stop)
+	<-ra.lease.stopped
+	ra.lease.mu.Lock()
+	ra.lease.validUntil = time.Now().Add(time.Hour)
+	ra.lease.mu.Unlock()
+
+	sb := c.broker(t, false, func(o *Options) { o.Standby = true }, c.withAccountKey(t))
+	rs, err := sb.RunInstances(leaseRes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+
+	if _, err := a.AddUser(ctxT(t), api.UserAddRequest{Name: "mallory", Admin: true}); err == nil {
+		t.Fatal("the deposed broker added a user")
+	} else if api.CodeOf(err) != api.CodeUnavailable || !strings.Contains(err.Error(), "no longer the active one") {
+		t.Errorf("deposed user add: %v, want unavailable: no longer the active one", err)
+	}
+	if _, err := sb.kv.Get(ctxT(t), "mallory"); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Errorf("the deposed broker's user reached the store: %v", err)
+	}
+	select {
+	case <-ra.Deposed():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the deposed broker did not step down when the store refused its user record")
+	}
+	if _, err := sb.AddUser(ctxT(t), api.UserAddRequest{Name: "mallory"}); err != nil {
+		t.Errorf("the new holder's user add: %v", err)
+	}
+}
+
+// TestStandbyWritesNothingBeforeLease: a standby (with a state directory
+// of its own, so without admin.creds) started against a live active
+// broker writes nothing until it takes over: every stream's messages
+// since it started are the active broker's lease renewals. Once it takes
+// over, it records its administrator. (Before, its start rewrote the
+// admin user's record.)
+func TestStandbyWritesNothingBeforeLease(t *testing.T) {
+	c := newLeaseCluster(t)
+	a := c.broker(t, true)
+	ra, err := a.RunInstances(leaseRes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, _, err := a.user(ctxT(t), AdminUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := map[string]uint64{}
+	lister := a.js.ListStreams(ctxT(t))
+	for info := range lister.Info() {
+		last[info.Config.Name] = info.State.LastSeq
+	}
+	if err := lister.Err(); err != nil {
+		t.Fatal(err)
+	}
+	sb := c.broker(t, false, func(o *Options) { o.Standby = true }, c.withAccountKey(t))
+	took := make(chan *Runtime, 1)
+	fail := make(chan error, 1)
+	go func() {
+		r, err := sb.RunInstances(leaseRes)
+		if err != nil {
+			fail <- err
+			return
+		}
+		took <- r
+	}()
+	select {
+	case <-took:
+		t.Fatal("the standby took over while the holder renews its lease")
+	case err := <-fail:
+		t.Fatal(err)
+	case <-time.After(3 * testLease):
+	}
+	leaseSubj := "$KV." + MetaBucket + "." + store.LeaseKey
+	for name, seq := range last {
+		s, err := a.js.Stream(ctxT(t), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := s.Info(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for q := seq + 1; q <= info.State.LastSeq; q++ {
+			m, err := s.GetMsg(ctxT(t), q)
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
+				continue // superseded lease renewals
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Subject != leaseSubj {
+				t.Errorf("stream %s: the waiting standby wrote %s (sequence %d): %s", name, m.Subject, q, m.Data)
+			}
+		}
+	}
+	if _, err := os.Stat(sb.AdminCredsPath()); err == nil {
+		t.Error("the waiting standby wrote its admin.creds")
+	}
+	ra.Close()
+	var rs *Runtime
+	select {
+	case rs = <-took:
+	case err := <-fail:
+		t.Fatal(err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the standby did not take over after the holder stopped")
+	}
+	defer rs.Close()
+	if _, err := os.Stat(sb.AdminCredsPath()); err != nil {
+		t.Errorf("the standby that took over has no admin.creds: %v", err)
+	}
+	now, _, err := sb.user(ctxT(t), AdminUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if now.Key == admin.Key {
+		t.Error("the standby that took over did not record its administrator's credentials")
+	}
+}
+
+// TestStandbyAcceptsOldConfigRecord: a configuration record written
+// before admins, limits, private data and keep-finished were recorded
+// does not refuse a standby over them (they are not checked); the
+// resources it has still are. The next active broker writes the whole
+// record.
+func TestStandbyAcceptsOldConfigRecord(t *testing.T) {
+	c := newLeaseCluster(t)
+	a := c.broker(t, true)
+	ra, err := a.RunInstances(leaseRes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := a.js.KeyValue(ctxT(t), MetaBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := ra.config()
+	old := store.Config{V: full.V, Nodes: full.Nodes, QPUs: full.QPUs, Policy: full.Policy, DefaultWalltime: full.DefaultWalltime, MaxWalltime: full.MaxWalltime, KillGrace: full.KillGrace}
+	data, err := json.Marshal(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), "admins") {
+		t.Fatalf("the old record carries new fields: %s", data)
+	}
+	if _, err := kv.Put(ctxT(t), store.ConfigKey, data); err != nil {
+		t.Fatal(err)
+	}
+	other := leaseRes
+	other.Nodes = []string{"n0"}
+	refused := c.broker(t, false, func(o *Options) { o.Standby = true })
+	if _, err := refused.RunInstances(other); err == nil || !strings.Contains(err.Error(), "nodes:") {
+		t.Fatalf("a standby with other nodes against an old record: %v, want refused over nodes", err)
+	}
+	sb := c.broker(t, false, func(o *Options) { o.Standby = true; o.Admins = []string{"alice"}; o.PublicJobs = true })
+	took := make(chan *Runtime, 1)
+	fail := make(chan error, 1)
+	go func() {
+		r, err := sb.RunInstances(leaseRes)
+		if err != nil {
+			fail <- err
+			return
+		}
+		took <- r
+	}()
+	select {
+	case err := <-fail:
+		t.Fatalf("a standby refused over settings the old record lacks: %v", err)
+	case <-time.After(2 * testLease):
+	}
+	ra.Close()
+	var rs *Runtime
+	select {
+	case rs = <-took:
+	case err := <-fail:
+		t.Fatal(err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the standby did not take over")
+	}
+	defer rs.Close()
+	e, err := kv.Get(ctxT(t), store.ConfigKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, err := store.DecodeConfig(e.Value())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if now.Admins == nil || *now.Admins != "alice" || now.PrivateData == nil || *now.PrivateData != "none" || now.KeepFinished == nil {
+		t.Errorf("the new active broker did not write the whole record: %s", e.Value())
 	}
 }

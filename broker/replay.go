@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"sync"
@@ -140,14 +141,15 @@ func replayOf(ctx context.Context) *replayID {
 }
 
 // replyRecord returns the durable record of the reply v, err to the
-// change id, and whether there is one to write: not for submissions (see
-// replays), nor for an answer that is not kept or that dispatch would turn
-// into an internal error with a reference of its own.
-func replyRecord(id *replayID, v any, err error, now time.Time) (record, bool) {
+// change id, given by the broker advertised at host(), and whether there is
+// one to write: not for submissions (see replays), nor for an answer that
+// is not kept or that dispatch would turn into an internal error with a
+// reference of its own.
+func replyRecord(id *replayID, v any, err error, now time.Time, host func() string) (record, bool) {
 	if id == nil || id.op == api.OpSubmit || id.op == api.OpQPUSubmit || !keepReply(err) {
 		return record{}, false
 	}
-	rec := store.Reply{V: store.Version, User: id.user, Path: id.path, Op: id.op, RequestKey: id.key, At: now.UnixMilli()}
+	rec := store.Reply{V: store.Version, User: id.user, Path: id.path, Op: id.op, RequestKey: id.key, At: now.UnixMilli(), Host: host()}
 	if err != nil {
 		var ae *api.Error
 		if !errors.As(err, &ae) || ae.Code == api.CodeInternal {
@@ -164,10 +166,19 @@ func replyRecord(id *replayID, v any, err error, now time.Time) (record, bool) {
 	return record{bucket: MetaBucket, key: store.ReplyKey(id.user, id.path, id.op, id.key), v: rec, ttl: replayTTL}, true
 }
 
-// restoredReply returns the reply message a reply record holds, and its
-// cache key.
-func restoredReply(rec store.Reply) (string, *nats.Msg) {
-	msg := &nats.Msg{Data: rec.Data}
+// restoredReply returns the reply message a reply record holds, as the
+// broker advertised at host gives it, and its cache key. The instance
+// URIs in the reply (of a job's or a reservation's instance) name the
+// broker that first gave it; after a takeover they name this one, which
+// serves the instances now.
+func restoredReply(rec store.Reply, host string) (string, *nats.Msg) {
+	data := rec.Data
+	if rec.Host != "" && rec.Host != host {
+		// Only the values of "uri" fields: the same text inside another
+		// string is escaped ("\"uri\":...") and is not matched.
+		data = bytes.ReplaceAll(data, []byte(`"uri":"`+api.URIScheme+"://"+rec.Host+"/"), []byte(`"uri":"`+api.URIScheme+"://"+host+"/"))
+	}
+	msg := &nats.Msg{Data: data}
 	if rec.Code != "" {
 		msg.Header = nats.Header{}
 		msg.Header.Set(api.HeaderError, rec.Error)

@@ -43,6 +43,9 @@ func (b *Broker) loadRevocations(ctx context.Context) error {
 	defer lister.Stop()
 	revoked := map[string]int64{}
 	for key := range lister.Keys() {
+		if key == store.FenceKey {
+			continue // not a revocation: see fence.go
+		}
 		e, err := kv.Get(ctx, key)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			continue
@@ -87,21 +90,36 @@ func (b *Broker) pushAccount(revoked map[string]int64) error {
 }
 
 // revokeKey revokes the credentials of user with public key key: it
-// records the revocation, then pushes the account JWT.
+// records the revocation, then pushes the account JWT. Only for a broker
+// without a runtime; the runtime records revocations with the change
+// (Runtime.revokeLocked) and applies them once durable.
 func (b *Broker) revokeKey(ctx context.Context, user, key string) error {
 	if b.srv == nil {
 		return b.pushAccount(nil) // the external-server error
 	}
-	at := time.Now().Unix()
-	rec, err := json.Marshal(store.Revocation{V: store.Version, User: user, Key: key, At: at})
+	rev := newRevocation(user, key)
+	rec, err := json.Marshal(rev)
 	if err != nil {
 		return fmt.Errorf("broker: encode revocation of %s's credentials: %w", user, err)
 	}
 	if _, err := b.rkv.Put(ctx, key, rec); err != nil {
 		return fmt.Errorf("broker: record revocation of %s's credentials: %w", user, err)
 	}
+	return b.applyRevocation(rev)
+}
+
+func newRevocation(user, key string) store.Revocation {
+	return store.Revocation{V: store.Version, User: user, Key: key, At: time.Now().Unix()}
+}
+
+// applyRevocation adds rev, recorded and durable, to the account JWT and
+// pushes it: the server cuts the credentials off. Pushes are serialized,
+// so that each carries every revocation recorded before it.
+func (b *Broker) applyRevocation(rev store.Revocation) error {
+	b.pushMu.Lock()
+	defer b.pushMu.Unlock()
 	b.mu.Lock()
-	b.revoked[key] = at
+	b.revoked[rev.Key] = rev.At
 	revoked := make(map[string]int64, len(b.revoked))
 	for k, v := range b.revoked {
 		revoked[k] = v
@@ -110,7 +128,7 @@ func (b *Broker) revokeKey(ctx context.Context, user, key string) error {
 	if err := b.pushAccount(revoked); err != nil {
 		return err
 	}
-	b.log.Info("credentials revoked", "user", user, "key", key)
+	b.log.Info("credentials revoked", "user", rev.User, "key", rev.Key)
 	return nil
 }
 
@@ -124,7 +142,7 @@ func (b *Broker) user(ctx context.Context, name string) (userRecord, uint64, err
 	}
 	e, err := b.kv.Get(ctx, name)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return userRecord{}, 0, api.Errorf(api.CodeNotFound, "no user %s; list users with 'strata user list'", name)
+		return userRecord{}, 0, noUser(name)
 	}
 	if err != nil {
 		return userRecord{}, 0, fmt.Errorf("broker: read user %s: %w", name, err)
@@ -133,7 +151,26 @@ func (b *Broker) user(ctx context.Context, name string) (userRecord, uint64, err
 	if err != nil {
 		return userRecord{}, 0, fmt.Errorf("broker: %w", err)
 	}
+	if u.Deleted {
+		return userRecord{}, 0, noUser(name)
+	}
 	return u, e.Revision(), nil
+}
+
+func noUser(name string) error {
+	return api.Errorf(api.CodeNotFound, "no user %s; list users with 'strata user list'", name)
+}
+
+// checkRevoke refuses to revoke the credentials of u (named name) when
+// there are none on record, or when this broker cannot revoke.
+func (b *Broker) checkRevoke(name string, u userRecord) error {
+	if u.Key == "" {
+		return api.Errorf(api.CodeFailedPrecondition, "user %s has no credentials on record to revoke (none issued, already revoked, or issued before keys were recorded); 'strata user del %s' removes the user", name, name)
+	}
+	if b.srv == nil {
+		return b.pushAccount(nil) // the external-server error
+	}
+	return nil
 }
 
 // RevokeUser revokes the current credentials of user name: clients
@@ -143,12 +180,18 @@ func (b *Broker) RevokeUser(ctx context.Context, name string) (api.User, error) 
 	if name == AdminUser {
 		return api.User{}, api.Errorf(api.CodeInvalidArgument, "the %s user's credentials are the broker's own (%s): to replace them, stop the broker, delete the file and start it again", AdminUser, b.AdminCredsPath())
 	}
+	if err := api.ValidateUser(name); err != nil {
+		return api.User{}, err
+	}
+	if r := b.rt.Load(); r != nil {
+		return r.revokeUser(ctx, name, false)
+	}
 	u, rev, err := b.user(ctx, name)
 	if err != nil {
 		return api.User{}, err
 	}
-	if u.Key == "" {
-		return b.apiUser(u), api.Errorf(api.CodeFailedPrecondition, "user %s has no credentials on record to revoke (none issued, already revoked, or issued before keys were recorded); 'strata user del %s' removes the user", name, name)
+	if err := b.checkRevoke(name, u); err != nil {
+		return b.apiUser(u), err
 	}
 	if err := b.revokeKey(ctx, name, u.Key); err != nil {
 		return api.User{}, err
@@ -171,6 +214,12 @@ func (b *Broker) DeleteUser(ctx context.Context, name string) (api.User, error) 
 	if name == AdminUser {
 		return api.User{}, api.Errorf(api.CodeInvalidArgument, "the %s user cannot be deleted: it is the broker's own administrator", AdminUser)
 	}
+	if err := api.ValidateUser(name); err != nil {
+		return api.User{}, err
+	}
+	if r := b.rt.Load(); r != nil {
+		return r.revokeUser(ctx, name, true)
+	}
 	u, rev, err := b.user(ctx, name)
 	if err != nil {
 		return api.User{}, err
@@ -183,9 +232,7 @@ func (b *Broker) DeleteUser(ctx context.Context, name string) (api.User, error) 
 	if err := b.kv.Delete(ctx, name, jetstream.LastRevision(rev)); err != nil {
 		return api.User{}, fmt.Errorf("broker: delete user %s: %w", name, err)
 	}
-	b.mu.Lock()
-	b.granted[name] = false
-	b.mu.Unlock()
+	b.userRecorded(userRecord{Name: name, Deleted: true})
 	return b.apiUser(u), nil
 }
 

@@ -151,6 +151,11 @@ type Runtime struct {
 	// reply is the record of the current input's reply, when it carries
 	// an idempotency key; output puts it in the input's batch.
 	reply *record
+	// extra are the current input's records beyond the core's: users and
+	// revocations (users.go); output puts them in the input's batch.
+	extra []record
+	// users are the recorded users, by name (users.go).
+	users map[string]userRecord
 	// busy counts start tasks and exit persistences in flight; Close
 	// waits for them (idle is signalled when busy drops to 0).
 	busy int
@@ -280,6 +285,7 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 		orphanKill:  map[instance.JobID]bool{},
 		starting:    map[instance.JobID]*startTask{},
 		signalled:   map[instance.JobID]bool{},
+		users:       map[string]userRecord{},
 		startSem:    make(chan struct{}, maxStarts),
 		done:        make(chan struct{}),
 	}
@@ -355,7 +361,9 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 	go r.watchLease()
 	r.commits = newCommitter(r)
 	restoreStart := time.Now()
+	b.rt.Store(r) // user changes go through the runtime from now on
 	if err := r.restore(ctx); err != nil {
+		b.rt.CompareAndSwap(r, nil)
 		r.commits.stop()
 		r.lease.release()
 		return nil, err
@@ -377,6 +385,15 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 	}
 	go r.reapExits()
 	go r.sweeper()
+	if b.id != nil {
+		// A standby writes nothing before it holds the lease: its
+		// administrator credentials, like every other record, wait
+		// until now (see Broker.start).
+		if err := b.ensureAdminCreds(ctx); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
 	return r, nil
 }
 
@@ -463,7 +480,7 @@ func (r *Runtime) restore(ctx context.Context) error {
 				return err
 			}
 			if at := time.UnixMilli(rec.At); time.Since(at) < replayTTL {
-				k, msg := restoredReply(rec)
+				k, msg := restoredReply(rec, r.b.advertised())
 				r.b.replays.restore(k, msg, at)
 			}
 			return nil
@@ -478,6 +495,9 @@ func (r *Runtime) restore(ctx context.Context) error {
 		return err
 	}
 	if err := r.checkLost(ctx); err != nil {
+		return err
+	}
+	if err := r.restoreUsers(ctx); err != nil {
 		return err
 	}
 	if lost := r.savedIDs.Jobs - int64(len(jobs)); lost > 0 {
@@ -511,13 +531,16 @@ func (r *Runtime) restore(ctx context.Context) error {
 	if err := r.restoreQPU(ctx, now); err != nil {
 		return err
 	}
-	if _, err := r.serve(r.in.Path()); err != nil {
-		return err
-	}
+	// The children first: a client that finds the root served takes "no
+	// responders" on another path as "no such instance" (see
+	// client.rootAnswers).
 	for _, p := range r.in.Children() {
 		if _, err := r.serve(p); err != nil {
 			return err
 		}
+	}
+	if _, err := r.serve(r.in.Path()); err != nil {
+		return err
 	}
 	isLost := map[instance.JobID]bool{}
 	for _, id := range lost {
@@ -590,10 +613,7 @@ func (r *Runtime) Close() error {
 	if r.qp.svc != nil {
 		r.qp.svc.Stop()
 	}
-	svcs := make([]*Service, 0, len(r.services))
-	for _, s := range r.services {
-		svcs = append(svcs, s)
-	}
+	svcs := r.servicesRootFirst()
 	r.mu.Unlock()
 	for _, s := range svcs {
 		s.Stop()
@@ -714,7 +734,7 @@ func (r *Runtime) output() output {
 		r.savedIDs = ids
 		r.idsDirty = true
 	}
-	if len(r.dirtyJobs) > 0 || len(r.dirtyResvs) > 0 || len(r.dirtyNodes) > 0 || len(r.qp.recs) > 0 || len(r.qp.handouts) > 0 || r.idsDirty {
+	if len(r.dirtyJobs) > 0 || len(r.dirtyResvs) > 0 || len(r.dirtyNodes) > 0 || len(r.qp.recs) > 0 || len(r.qp.handouts) > 0 || r.idsDirty || len(r.extra) > 0 {
 		b := &batch{recs: make([]record, 0, len(r.dirtyJobs)+len(r.dirtyResvs)+len(r.qp.recs)), durable: make(chan struct{})}
 		inArray := r.arrayRecords(b)
 		// One walk of each queue for the places of all the pending
@@ -746,6 +766,8 @@ func (r *Runtime) output() output {
 			b.recs = append(b.recs, record{bucket: MetaBucket, key: store.IDsKey, v: r.savedIDs})
 			r.idsDirty = false
 		}
+		b.recs = append(b.recs, r.extra...)
+		r.extra = nil
 		if r.reply != nil {
 			b.recs = append(b.recs, *r.reply)
 		}
@@ -1212,6 +1234,22 @@ func (r *Runtime) serve(path string) (*Service, error) {
 	return s, nil
 }
 
+// servicesRootFirst returns the instance services, the root's first:
+// services stop in this order, so that while the root answers, every
+// instance of the tree does (see client.rootAnswers). r.mu must be held.
+func (r *Runtime) servicesRootFirst() []*Service {
+	svcs := make([]*Service, 0, len(r.services))
+	if s := r.services[r.in.Path()]; s != nil {
+		svcs = append(svcs, s)
+	}
+	for p, s := range r.services {
+		if p != r.in.Path() {
+			svcs = append(svcs, s)
+		}
+	}
+	return svcs
+}
+
 func (r *Runtime) unserve(path string) {
 	if s := r.services[path]; s != nil {
 		delete(r.services, path)
@@ -1241,7 +1279,7 @@ func (r *Runtime) do(ctx context.Context, f func(now instance.Time) (any, error)
 	}
 	v, err := f(r.now())
 	r.apply()
-	if rec, ok := replyRecord(replayOf(ctx), v, err, time.Now()); ok {
+	if rec, ok := replyRecord(replayOf(ctx), v, err, time.Now(), r.b.advertised); ok {
 		r.reply = &rec // goes with the change's records, if it made one
 	}
 	out := r.output()

@@ -1,10 +1,13 @@
 package broker
 
 import (
+	"context"
 	"os"
+	"time"
 
 	"github.com/strata-hpc/strata/api"
 	"github.com/strata-hpc/strata/broker/store"
+	"github.com/strata-hpc/strata/instance"
 )
 
 // userRecord is a user as stored: package store owns the schema.
@@ -62,4 +65,140 @@ func (b *Broker) unixAccount(name string) string {
 		return a
 	}
 	return name
+}
+
+// User changes on a broker that runs instances go through the runtime,
+// like every other change: the user's record (and the revocation of
+// credentials it replaces) is queued with the input under the runtime's
+// lock, written by the committer, fenced by the lease, together with the
+// reply record of a keyed request, so that a retry after a restart or a
+// takeover gets the first answer; the broker acts on it (its view of
+// admin rights, the account JWT's revocation list) only once the records
+// are acknowledged. The runtime's users map is the authority on who
+// exists: only the lease holder writes the users bucket.
+//
+// A user-add reply record holds the new credentials (as the in-memory
+// replay does) for replayTTL: the store is readable only with the
+// broker's own account.
+
+// addUser records user fresh (see AddUser), replacing an existing user
+// only with req.Force.
+func (r *Runtime) addUser(ctx context.Context, req api.UserAddRequest, fresh userRecord, admin bool, creds []byte) (api.UserAddReply, error) {
+	var u userRecord
+	var rev *store.Revocation
+	v, err := r.do(ctx, func(instance.Time) (any, error) {
+		old, exists := r.users[req.Name]
+		if exists && !req.Force {
+			return nil, userExists(req.Name)
+		}
+		var rep api.UserAddReply
+		u, rep = userAdded(req, old, fresh, admin, creds)
+		r.putUser(u)
+		// New credentials (and so any change of role) revoke the old
+		// ones: a demoted admin loses $SRV.> at once.
+		if old.Key != "" && old.Key != u.Key {
+			if r.b.srv != nil {
+				x := r.revokeLocked(req.Name, old.Key)
+				rev = &x
+			} else {
+				r.b.log.Warn("the user's previous credentials stay valid: the NATS cluster's operator holds the account JWT; revoke them there (nsc revocations add-user)",
+					"user", req.Name, "key", old.Key)
+			}
+		}
+		return rep, nil
+	})
+	if err != nil {
+		return api.UserAddReply{}, err
+	}
+	r.b.userRecorded(u)
+	if rev != nil {
+		if err := r.b.applyRevocation(*rev); err != nil {
+			return api.UserAddReply{}, err
+		}
+	}
+	return v.(api.UserAddReply), nil
+}
+
+// revokeUser revokes the current credentials of user name and, with del,
+// deletes the user (see RevokeUser and DeleteUser).
+func (r *Runtime) revokeUser(ctx context.Context, name string, del bool) (api.User, error) {
+	var u userRecord
+	var rev *store.Revocation
+	v, err := r.do(ctx, func(instance.Time) (any, error) {
+		var ok bool
+		if u, ok = r.users[name]; !ok {
+			return nil, noUser(name)
+		}
+		if !del {
+			if err := r.b.checkRevoke(name, u); err != nil {
+				return nil, err
+			}
+		} else if u.Key != "" && r.b.srv == nil {
+			return nil, r.b.pushAccount(nil) // the external-server error
+		}
+		if u.Key != "" {
+			x := r.revokeLocked(name, u.Key)
+			rev = &x
+		}
+		out := r.b.apiUser(u)
+		if del {
+			u = userRecord{Name: name, Deleted: true}
+		} else {
+			u.Key, u.Expires = "", time.Time{}
+			out.Key, out.Expires = "", time.Time{}
+		}
+		r.putUser(u)
+		return out, nil
+	})
+	if err != nil {
+		return api.User{}, err
+	}
+	r.b.userRecorded(u)
+	if rev != nil {
+		if err := r.b.applyRevocation(*rev); err != nil {
+			return api.User{}, err
+		}
+	}
+	return v.(api.User), nil
+}
+
+// putUser records u in the runtime's users and queues its record with the
+// current input. r.mu must be held.
+func (r *Runtime) putUser(u userRecord) {
+	u.V = userRecordVersion
+	if u.Deleted {
+		delete(r.users, u.Name)
+	} else {
+		r.users[u.Name] = u
+	}
+	r.extra = append(r.extra, record{bucket: UsersBucket, key: u.Name, v: u})
+}
+
+// revokeLocked queues the revocation of user's credentials with public key
+// key with the current input, and returns it, to be applied once durable.
+// r.mu must be held.
+func (r *Runtime) revokeLocked(user, key string) store.Revocation {
+	rev := newRevocation(user, key)
+	r.extra = append(r.extra, record{bucket: RevokedBucket, key: key, v: rev})
+	return rev
+}
+
+// restoreUsers loads the users bucket into the runtime.
+func (r *Runtime) restoreUsers(ctx context.Context) error {
+	users := map[string]userRecord{}
+	if err := r.loadAll(ctx, UsersBucket, func(key string, data []byte) error {
+		u, err := store.DecodeUser(key, data)
+		if err != nil {
+			r.b.log.Warn("bad user record", "user", key, "err", err)
+			return nil
+		}
+		if !u.Deleted {
+			users[key] = u
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	r.users = users
+	return nil
 }

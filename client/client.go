@@ -284,10 +284,9 @@ const (
 	// reconnectWait is the pause between reconnection attempts to the
 	// same server (nats.go's default is 2s).
 	reconnectWait = 250 * time.Millisecond
-	// noInstanceGrace is how long "no responders" on an instance other than
-	// the root is retried (a broker taking over serves its instances within
-	// it) before the call says the instance does not exist.
-	noInstanceGrace = 5 * time.Second
+	// probeTimeout bounds the question to the root of whether its broker
+	// is up (see rootAnswers).
+	probeTimeout = 2 * time.Second
 )
 
 // blockingOps may wait for as long as their caller's deadline by design.
@@ -322,8 +321,14 @@ func (c *Client) call(ctx context.Context, subject, op string, req, resp any) er
 		if err == nil {
 			return nil
 		}
+		if c.uri.Path != api.RootPath && errors.Is(err, nats.ErrNoResponders) && c.rootAnswers(ctx) {
+			// The broker is up and serves the root, so it serves every
+			// instance of its tree that exists: this one does not.
+			return api.Errorf(api.CodeNotFound, "no instance %s at %s: the broker there serves %s but not this instance; it has ended, or the path is wrong ('strata jobs' lists the running instances) (%w)",
+				c.uri.Path, c.conn.host, api.RootPath, nats.ErrNoResponders)
+		}
 		var ae *api.Error
-		if !errors.As(err, &ae) || !api.Retryable(ae.Code) && !(ae.Code == api.CodeNotFound && errors.Is(err, nats.ErrNoResponders) && time.Since(start) < noInstanceGrace) {
+		if !errors.As(err, &ae) || !api.Retryable(ae.Code) {
 			return err
 		}
 		if context.Cause(ctx) != nil && !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
@@ -366,6 +371,25 @@ func (c *Client) attempt(ctx context.Context, msg *nats.Msg, op string, resp any
 	return api.DecodeReply(reply.Data, resp)
 }
 
+// rootAnswers reports whether the broker's root instance answers: one
+// whoami, bounded by probeTimeout. A request to another instance that
+// got "no responders" is then final (the broker serves every instance of
+// its tree that exists: it serves them before the root when it starts,
+// and stops the root first when it stops); without an answer, no broker
+// serves the tree (it is starting, or a standby is taking over) and the
+// request is sent again. So a missing instance is reported at once, and
+// an existing one is waited for across a takeover.
+func (c *Client) rootAnswers(ctx context.Context) bool {
+	subject, err := api.RequestSubject(c.conn.user, api.RootPath, api.OpWhoami)
+	if err != nil {
+		return false
+	}
+	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	_, err = c.conn.nc.RequestWithContext(pctx, subject, nil)
+	return err == nil
+}
+
 // newRequestKey returns a random idempotency key: 32 hexadecimal digits.
 func newRequestKey() string {
 	var b [16]byte
@@ -386,7 +410,7 @@ func (c *Client) requestError(ctx context.Context, op string, err error, waited 
 		if path == api.RootPath {
 			return api.Errorf(api.CodeUnavailable, "the Strata broker at %s does not serve %s yet: is it still starting? (%w)", host, path, err)
 		}
-		return api.Errorf(api.CodeNotFound, "no instance %s at %s: it may have ended, or the path is wrong (%w)", path, host, err)
+		return api.Errorf(api.CodeUnavailable, "no Strata broker at %s serves %s or its root %s: is it running, starting, or taking over? (%w)", host, path, api.RootPath, err)
 	case errors.Is(err, context.DeadlineExceeded):
 		if !c.conn.nc.IsConnected() {
 			return api.Errorf(api.CodeUnavailable, "lost the connection to the Strata broker at %s and got no reply to %s within %v: is it running? (%w)", host, op, waited.Round(time.Millisecond), err)

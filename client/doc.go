@@ -40,8 +40,11 @@
 // deadline (WithTimeout, default 30s). Changes (api.IsChange) send every
 // attempt with one idempotency key (api.HeaderRequestKey), so the broker
 // makes a change once and answers every attempt alike. An answer, error
-// or not, is never retried; "no responders" for an instance other than the
-// root is retried for 5s, then reported as not_found.
+// or not, is never retried. "No responders" for an instance other than
+// the root makes the client ask the root whether its broker is up: if it
+// answers, the instance does not exist (not_found, at once); if not, no
+// broker serves the tree yet (a standby taking over) and the call is sent
+// again like any other without an answer.
 //
 // A Client is safe for concurrent use.
 package client

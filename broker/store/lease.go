@@ -1,6 +1,9 @@
 package store
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+)
 
 // LeaseKey is the key of the lease record in MetaBucket: which broker is
 // the active one. Only the holder may renew it (a revision-checked
@@ -72,13 +75,18 @@ func DecodeFence(bucket string, data []byte) (Fence, error) {
 	return f, recordError(bucket, FenceKey, err)
 }
 
-// ConfigKey is the key of the active broker's resource configuration in
-// MetaBucket. A standby compares its own with it before it waits: one
-// that would serve other nodes, QPUs or policies refuses to start.
+// ConfigKey is the key of the active broker's configuration in
+// MetaBucket. A standby compares its own with it before it waits, and
+// again before it takes over: one that would serve other nodes, QPUs or
+// policies, or give its users other rights and limits, refuses to start.
 const ConfigKey = "config"
 
-// Config is the resource configuration of the active broker, each value
-// as the broker's flags give it.
+// Config is the configuration of the active broker that a standby must
+// share for the state to mean the same thing, each value as the broker's
+// flags give it. The fields after KillGrace came later: a record written
+// before them lacks them (nil), and a standby does not check what the
+// record lacks; the active broker writes the whole record at every
+// start.
 type Config struct {
 	V               int    `json:"v"`
 	Nodes           string `json:"nodes"`            // a hostlist
@@ -87,25 +95,56 @@ type Config struct {
 	DefaultWalltime int64  `json:"default_walltime"` // seconds
 	MaxWalltime     int64  `json:"max_walltime"`     // seconds; 0: none
 	KillGrace       int64  `json:"kill_grace"`       // seconds
+
+	Admins             *string `json:"admins,omitempty"`                // configured admins besides "admin", sorted, comma-separated
+	WalltimeLimit      *int64  `json:"walltime_limit,omitempty"`        // seconds: the longest walltime a request may give
+	MaxEnv             *int    `json:"max_env,omitempty"`               // bytes
+	MaxActivePerUser   *int    `json:"max_active_per_user,omitempty"`   // requests
+	MaxRequestsPerUser *int    `json:"max_requests_per_user,omitempty"` // requests
+	PrivateData        *string `json:"private_data,omitempty"`          // jobs or none
+	KeepFinished       *int64  `json:"keep_finished,omitempty"`         // seconds
+	KeepFinishedMax    *int    `json:"keep_finished_max,omitempty"`     // jobs; 0: no bound
 }
 
 // Diff lists, in a fixed order, the settings in which c differs from
-// active, each as "what: this vs active".
+// active, each as "what: this vs active (the flag that sets it)". A
+// setting active's record lacks is not compared.
 func (c Config) Diff(active Config) []string {
 	var out []string
-	add := func(what, mine, theirs string) {
+	add := func(what, flag, mine, theirs string) {
 		if mine != theirs {
-			out = append(out, fmt.Sprintf("%s: %q here, %q on the active broker", what, mine, theirs))
+			out = append(out, fmt.Sprintf("%s: %q here, %q on the active broker (%s)", what, mine, theirs, flag))
 		}
 	}
 	secs := func(s int64) string { return fmt.Sprintf("%ds", s) }
-	add("nodes", c.Nodes, active.Nodes)
-	add("QPUs", c.QPUs, active.QPUs)
-	add("policy", c.Policy, active.Policy)
-	add("default walltime", secs(c.DefaultWalltime), secs(active.DefaultWalltime))
-	add("max walltime", secs(c.MaxWalltime), secs(active.MaxWalltime))
-	add("kill grace", secs(c.KillGrace), secs(active.KillGrace))
+	add("nodes", "--nodes", c.Nodes, active.Nodes)
+	add("QPUs", "--qpu", c.QPUs, active.QPUs)
+	add("policy", "--policy", c.Policy, active.Policy)
+	add("default walltime", "--default-walltime", secs(c.DefaultWalltime), secs(active.DefaultWalltime))
+	add("max walltime", "--max-walltime", secs(c.MaxWalltime), secs(active.MaxWalltime))
+	add("kill grace", "--kill-grace", secs(c.KillGrace), secs(active.KillGrace))
+	opt(add, "admins", "--admin", c.Admins, active.Admins, func(s string) string { return s })
+	opt(add, "walltime limit", "--max-walltime", c.WalltimeLimit, active.WalltimeLimit, secs)
+	opt(add, "max environment", "--max-env", c.MaxEnv, active.MaxEnv, strconv.Itoa)
+	opt(add, "max active requests per user", "--max-active-per-user", c.MaxActivePerUser, active.MaxActivePerUser, strconv.Itoa)
+	opt(add, "max requests per user", "--max-requests-per-user", c.MaxRequestsPerUser, active.MaxRequestsPerUser, strconv.Itoa)
+	opt(add, "private data", "--private-data", c.PrivateData, active.PrivateData, func(s string) string { return s })
+	opt(add, "keep finished", "--keep-finished", c.KeepFinished, active.KeepFinished, secs)
+	opt(add, "keep finished max", "--keep-finished-max", c.KeepFinishedMax, active.KeepFinishedMax, strconv.Itoa)
 	return out
+}
+
+// opt compares an optional setting: not when theirs is missing (a record
+// from before it was recorded).
+func opt[T any](add func(what, flag, mine, theirs string), what, flag string, mine, theirs *T, format func(T) string) {
+	if theirs == nil {
+		return
+	}
+	m := "(not set)"
+	if mine != nil {
+		m = format(*mine)
+	}
+	add(what, flag, m, format(*theirs))
 }
 
 // DecodeConfig reads the configuration record.

@@ -40,6 +40,11 @@ type Reply struct {
 	Code  string `json:"code,omitempty"`
 	Error string `json:"error,omitempty"`
 	At    int64  `json:"at"` // Unix milliseconds
+	// Host is the host:port (or several) of the URIs in Data: the
+	// writer's advertised address. A broker that replays the reply names
+	// itself there instead (records written before carry none and are
+	// replayed as they are).
+	Host string `json:"host,omitempty"`
 }
 
 // DecodeReply reads the reply record of key.

@@ -30,6 +30,12 @@ type User struct {
 	// Unix is the Unix account the user's jobs run as; empty (as in
 	// every record written before it existed) means the user's own name.
 	Unix string `json:"unix,omitempty"`
+	// Deleted marks a user deleted ('strata user del'): the record stays
+	// as a tombstone, because the broker's commit path writes records
+	// and not key-value deletes (so that a delete is fenced and goes
+	// with its reply record like every other change). Readers treat a
+	// deleted user as absent.
+	Deleted bool `json:"deleted,omitempty"`
 }
 
 // Account is the Unix account u's jobs run as.

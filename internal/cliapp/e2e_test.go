@@ -635,6 +635,23 @@ func TestE2E(t *testing.T) {
 		}
 	})
 
+	// An instance that does not exist is reported as such at once (the
+	// client asks the root whether its broker is up), not after retries
+	// or a timeout. Before, the client retried "no responders" for 5 s.
+	t.Run("missing instance", func(t *testing.T) {
+		nosuch := strings.TrimSuffix(b.uri, "/root") + "/root/nosuch"
+		for _, args := range [][]string{{"jobs", "--uri", nosuch}, {"job", "show", "1", "--uri", nosuch}} {
+			start := time.Now()
+			r := b.expect(t, "admin", 1, []string{"no instance root.nosuch at ", "serves root but not this instance", "the path is wrong"}, args...)
+			t.Logf("strata %v: not_found after %v", args, time.Since(start).Round(time.Millisecond))
+			for _, bad := range []string{"attempts over", "no reply", "deadline", "timeout"} {
+				if strings.Contains(r.stderr, bad) {
+					t.Errorf("strata %v: a timeout, not not_found: %s", args, r.stderr)
+				}
+			}
+		}
+	})
+
 	t.Run("uri", func(t *testing.T) {
 		if out := b.must("alice", "uri"); out != b.uri+"\n" {
 			t.Errorf("uri: %q; want %q", out, b.uri)
