@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/strata-hpc/strata/api"
@@ -76,7 +77,7 @@ import (
 
 // fencedBuckets are the buckets the runtime writes; the archive stream
 // is fenced too.
-var fencedBuckets = []string{JobsBucket, ResvsBucket, QPUBucket, MetaBucket, ArraysBucket, store.ArchiveStream}
+var fencedBuckets = []string{JobsBucket, ResvsBucket, QPUBucket, MetaBucket, ArraysBucket, NodesBucket, store.ArchiveStream}
 
 // errFenced is the server's refusal of a fenced write: another broker
 // has written its fence since this one did. Not an api error: those
@@ -100,6 +101,7 @@ func fenceSubject(bucket string) string {
 // cluster may be electing a leader.
 func (r *Runtime) writeFences(ctx context.Context) error {
 	r.lease.mu.Lock()
+	r.batchPrefix = r.lease.rec.Incarnation + "-"
 	f := store.Fence{V: store.Version, Incarnation: r.lease.rec.Incarnation, Lease: r.lease.rev, At: time.Now().UnixMilli()}
 	r.lease.mu.Unlock()
 	data, err := json.Marshal(f)
@@ -121,9 +123,7 @@ func (r *Runtime) writeFences(ctx context.Context) error {
 			sleepCtx(ctx, 100*time.Millisecond)
 		}
 	}
-	if r.b.opts.Replicas == 1 {
-		r.fences = fences
-	}
+	r.fences = fences
 	return nil
 }
 
@@ -236,7 +236,7 @@ func (r *Runtime) writeConfig(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("broker: encode the configuration: %w", err)
 	}
-	if _, err := r.b.js.Publish(ctx, "$KV."+MetaBucket+"."+store.ConfigKey, data, r.fenced(MetaBucket)...); err != nil {
+	if err := r.publishFenced(ctx, MetaBucket, []*nats.Msg{recordMsg("$KV."+MetaBucket+"."+store.ConfigKey, data, 0)}); err != nil {
 		return fmt.Errorf("broker: record the configuration: %w", err)
 	}
 	return nil

@@ -178,6 +178,14 @@ type Runtime struct {
 	// change.
 	lease  *lease
 	fences map[string]uint64
+	// batched: the runtime writes its records as atomic batches, one
+	// per stream in flight (gates), as a replicated store needs for its
+	// fence checks (fence.go). batchPrefix and batchSeq name the
+	// batches: unique among this broker's and its successors'.
+	batched     bool
+	gates       map[string]chan struct{}
+	batchPrefix string
+	batchSeq    atomic.Uint64
 
 	// steps are the task steps started in running allocations, by step
 	// ID; stepTasks their tasks, by executor ID (steps.go).
@@ -282,6 +290,8 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 		signalled:   map[instance.JobID]bool{},
 		startSem:    make(chan struct{}, maxStarts),
 		done:        make(chan struct{}),
+		batched:     b.opts.Replicas > 1,
+		gates:       newGates(),
 	}
 	r.idle = sync.NewCond(&r.mu)
 	if res.Agents != nil {
@@ -309,6 +319,13 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 	ctx, cancel := context.WithTimeout(b.ctx, b.opts.StartTimeout)
 	defer cancel()
 	for _, bucket := range []string{JobsBucket, ResvsBucket, QPUBucket, MetaBucket, ArraysBucket, NodesBucket} {
+		if r.batched {
+			if ready, err := b.atomicReady(ctx, "KV_"+bucket, b.opts.Replicas); err != nil {
+				return nil, fmt.Errorf("broker: key-value bucket %s: %w", bucket, err)
+			} else if ready {
+				continue // see atomicReady
+			}
+		}
 		cfg := jetstream.KeyValueConfig{Bucket: bucket, Description: "Strata " + bucket}
 		if bucket == MetaBucket {
 			// Reply records carry a TTL of their own (see replays).
@@ -316,6 +333,11 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 		}
 		if _, err := b.KeyValue(ctx, cfg); err != nil {
 			return nil, err
+		}
+		if r.batched {
+			if err := b.allowAtomic(ctx, "KV_"+bucket); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := r.openArchive(ctx); err != nil {
