@@ -109,11 +109,6 @@ func (r *Runtime) openArchive(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if r.batched {
-			if err := r.b.allowAtomic(ctx, store.ArchiveStream); err != nil {
-				return err
-			}
-		}
 	}
 	keep := r.res.KeepFinished
 	if keep == 0 {

@@ -75,10 +75,11 @@ func newGates() map[string]chan struct{} {
 
 // fenceMsg adds bucket's fence check to m.
 func (r *Runtime) fenceMsg(bucket string, m *nats.Msg) {
-	if r.fences == nil {
+	seq, ok := r.fences[bucket]
+	if !ok { // not a fenced bucket (see fencedBuckets), or no fences yet
 		return
 	}
-	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(r.fences[bucket], 10))
+	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(seq, 10))
 	m.Header.Set(jetstream.ExpectedLastSubjSeqSubjHeader, fenceSubject(bucket))
 }
 
@@ -167,7 +168,7 @@ func (r *Runtime) publishBatch(ctx context.Context, bucket string, msgs []*nats.
 // pipelined checked writes on one server. The error says why not, and
 // wraps errFenced when the fence refused them.
 func (r *Runtime) publishFenced(ctx context.Context, bucket string, msgs []*nats.Msg) error {
-	if r.batched {
+	if r.batched && r.gates[bucket] != nil {
 		acks, _ := r.publishBatches(ctx, bucket, msgs)
 		for _, a := range acks {
 			if err := a.wait(ctx); err != nil {

@@ -270,7 +270,7 @@ func (c *committer) publishGroup(q []*batch) *group {
 				// outage: writing it again would not help.
 				r.b.log.Error("cannot encode record", "bucket", rec.bucket, "key", rec.key, "err", err)
 				f, subj = failedFuture(fmt.Errorf("%w: %v", errEncode, err)), ""
-			} else if pending != nil {
+			} else if pending != nil && r.gates[rec.bucket] != nil {
 				p := pending[rec.bucket]
 				if p == nil {
 					p = &pend{}

@@ -334,14 +334,16 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 		if _, err := b.KeyValue(ctx, cfg); err != nil {
 			return nil, err
 		}
-		if r.batched {
-			if err := b.allowAtomic(ctx, "KV_"+bucket); err != nil {
-				return nil, err
-			}
-		}
 	}
 	if err := r.openArchive(ctx); err != nil {
 		return nil, err
+	}
+	if r.batched {
+		for _, name := range atomicStreams() {
+			if err := b.allowAtomic(ctx, name); err != nil {
+				return nil, err
+			}
+		}
 	}
 	// A standby checks it would serve what the active broker serves,
 	// then waits here, as long as the broker runs.
