@@ -2,10 +2,12 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/strata-hpc/strata/broker/store"
@@ -74,18 +76,21 @@ func (r *Runtime) sweepHistory(ctx context.Context) (int, error) {
 			return 0, err
 		}
 	}
-	var fs []jetstream.PubAckFuture
+	var msgs []*nats.Msg
 	for _, m := range moves {
 		if have[m.msgID] {
 			continue
 		}
-		f, err := r.b.js.PublishAsync(m.subj, m.data, jetstream.WithMsgID(m.msgID))
-		if err != nil {
-			return 0, fmt.Errorf("broker: archive %s: %w", m.msgID, err)
-		}
-		fs = append(fs, f)
+		msg := nats.NewMsg(m.subj)
+		msg.Data = m.data
+		msg.Header.Set(jetstream.MsgIDHeader, m.msgID)
+		msgs = append(msgs, msg)
 	}
-	if err := waitAcks(ctx, fs); err != nil {
+	if err := r.publishFenced(ctx, store.ArchiveStream, msgs); err != nil {
+		if errors.Is(err, errFenced) {
+			r.fencedOut(err)
+		}
+		a.historySwept = false // some may have landed: look again next time
 		return 0, fmt.Errorf("broker: archive: %w", err)
 	}
 	a.historySwept = true
@@ -111,17 +116,18 @@ func (r *Runtime) sweepHistory(ctx context.Context) (int, error) {
 	}
 
 	// Step 3.
-	fs = fs[:0]
+	purges := map[string][]*nats.Msg{}
 	for _, m := range gone {
 		bucket, key := m.bucketKey()
-		f, err := r.b.js.PublishMsgAsync(purgeMsg(bucket, key))
-		if err != nil {
-			return 0, fmt.Errorf("broker: archive: purge the live record of %s: %w", m.msgID, err)
-		}
-		fs = append(fs, f)
+		purges[bucket] = append(purges[bucket], purgeMsg(bucket, key))
 	}
-	if err := waitAcks(ctx, fs); err != nil {
-		return 0, fmt.Errorf("broker: archive: purge the live records: %w", err)
+	for _, bucket := range []string{ResvsBucket, QPUBucket} {
+		if err := r.publishFenced(ctx, bucket, purges[bucket]); err != nil {
+			if errors.Is(err, errFenced) {
+				r.fencedOut(err)
+			}
+			return 0, fmt.Errorf("broker: archive: purge the live records: %w", err)
+		}
 	}
 	r.b.log.Debug("archived ended reservations and QPU jobs", "records", len(gone))
 	return len(moves), nil

@@ -630,6 +630,26 @@ func (b *Broker) KeyValue(ctx context.Context, cfg jetstream.KeyValueConfig) (je
 	if cfg.Replicas == 0 {
 		cfg.Replicas = b.opts.Replicas
 	}
+	if cfg.Replicas > 1 {
+		// A bucket that already takes atomic batches is opened as it
+		// is: nats.go's update would switch them off (see atomicReady)
+		// under the active broker, whose fenced batches would then fail.
+		ready, err := b.atomicReady(ctx, "KV_"+cfg.Bucket, cfg.Replicas)
+		if err != nil {
+			return nil, fmt.Errorf("broker: key-value bucket %s: %w", cfg.Bucket, err)
+		}
+		if ready {
+			var kv jetstream.KeyValue
+			err := b.untilJetStream(ctx, "key-value bucket "+cfg.Bucket, func(ctx context.Context) (err error) {
+				kv, err = b.js.KeyValue(ctx, cfg.Bucket)
+				return err
+			})
+			if err != nil {
+				return nil, fmt.Errorf("broker: key-value bucket %s: %w", cfg.Bucket, b.explainJetStream(err, cfg.Replicas))
+			}
+			return kv, nil
+		}
+	}
 	var kv jetstream.KeyValue
 	err := b.untilJetStream(ctx, "key-value bucket "+cfg.Bucket, func(ctx context.Context) (err error) {
 		kv, err = b.js.CreateOrUpdateKeyValue(ctx, cfg)

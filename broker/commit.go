@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -90,6 +91,10 @@ type committer struct {
 	haltOnce sync.Once
 
 	lat latencies // from publishing a group to its last acknowledgement
+	// failures counts the times the store refused a write and the
+	// committer began holding changes (tests: a fenced pipeline on a
+	// replicated store must not meet spurious refusals).
+	failures atomic.Int64
 
 	// Owned by the acknowledger.
 	held  []*batch // batches held back since the first failure
@@ -232,6 +237,18 @@ func (c *committer) publishGroup(q []*batch) *group {
 		}
 	}
 	var later [][]key // per batch: the keys left to a later batch
+	// Batched (fence.go): each stream's records go as atomic batches
+	// once the group is encoded; pending[bucket] are their messages and
+	// the indexes in g.fs of their futures.
+	type pend struct {
+		msgs []*nats.Msg
+		at   []int
+	}
+	var pending map[string]*pend
+	var buckets []string // in order of first use
+	if r.batched {
+		pending = map[string]*pend{}
+	}
 	for i, b := range q {
 		first := len(g.fs)
 		for _, rec := range b.recs {
@@ -253,6 +270,15 @@ func (c *committer) publishGroup(q []*batch) *group {
 				// outage: writing it again would not help.
 				r.b.log.Error("cannot encode record", "bucket", rec.bucket, "key", rec.key, "err", err)
 				f, subj = failedFuture(fmt.Errorf("%w: %v", errEncode, err)), ""
+			} else if pending != nil && r.gates[rec.bucket] != nil {
+				p := pending[rec.bucket]
+				if p == nil {
+					p = &pend{}
+					pending[rec.bucket] = p
+					buckets = append(buckets, rec.bucket)
+				}
+				p.msgs = append(p.msgs, recordMsg(subj, d, rec.ttl))
+				p.at = append(p.at, len(g.fs))
 			} else if f, err = r.b.js.PublishAsync(subj, d, r.fenced(rec.bucket, ttlOpts(rec.ttl)...)...); err != nil {
 				f = failedFuture(err)
 			}
@@ -266,6 +292,17 @@ func (c *committer) publishGroup(q []*batch) *group {
 			go answerHandouts(r.b.ctx, r.lease, b) // once the records are durable
 		}
 		g.own[i] = span{first, len(g.fs)}
+	}
+	for _, bucket := range buckets {
+		p := pending[bucket]
+		acks, ends := r.publishBatches(r.b.ctx, bucket, p.msgs)
+		k := 0
+		for j, at := range p.at {
+			if j == ends[k] {
+				k++
+			}
+			g.fs[at] = acks[k]
+		}
 	}
 	if later != nil {
 		g.later = make([][]int, len(q))
@@ -360,6 +397,7 @@ func (c *committer) note(p pubRec, err error) {
 		err = c.r.b.explainStoreError(err)
 		c.r.b.log.Error("the store refused a write; holding every change until it takes them", "subject", p.subj, "err", err)
 		c.r.storeFailure(err)
+		c.failures.Add(1)
 		c.mu.Lock()
 		c.failing = true
 		c.cond.Broadcast()
@@ -428,9 +466,9 @@ func (c *committer) recover() {
 		silent = false
 		for _, p := range c.retry {
 			actx, cancel := context.WithTimeout(ctx, retryAckTimeout)
-			_, err := c.r.b.js.Publish(actx, p.subj, p.data, c.r.fenced(p.bucket, ttlOpts(p.ttl)...)...)
+			err := c.r.publishFenced(actx, p.bucket, []*nats.Msg{recordMsg(p.subj, p.data, p.ttl)})
 			cancel()
-			if isWrongLastSeq(err) {
+			if errors.Is(err, errFenced) {
 				// Deposed: the held changes are never written.
 				c.r.fencedOut(err)
 				c.halt()
@@ -507,22 +545,39 @@ var (
 
 // awaitAck waits for one future, or until timeout fires.
 func awaitAck(ctx context.Context, f jetstream.PubAckFuture, timeout <-chan time.Time) error {
-	select {
-	case <-f.Ok():
-		return nil
-	case err := <-f.Err():
-		if errors.Is(err, errEncode) {
-			return err
+	var err error
+	if a, ok := f.(*batchAck); ok {
+		select {
+		case <-a.done:
+			if err = a.err; err == nil {
+				return nil
+			}
+			if err == errShutdown {
+				return err
+			}
+		case <-ctx.Done():
+			return errShutdown
+		case <-timeout:
+			return errAckTimeout
 		}
-		if isWrongLastSeq(err) {
-			return fmt.Errorf("%w: %v", errFenced, err)
+	} else {
+		select {
+		case <-f.Ok():
+			return nil
+		case err = <-f.Err():
+		case <-ctx.Done():
+			return errShutdown
+		case <-timeout:
+			return errAckTimeout
 		}
-		return fmt.Errorf("%w: %v", errStore, err)
-	case <-ctx.Done():
-		return errShutdown
-	case <-timeout:
-		return errAckTimeout
 	}
+	if errors.Is(err, errEncode) {
+		return err
+	}
+	if isWrongLastSeq(err) {
+		return fmt.Errorf("%w: %v", errFenced, err)
+	}
+	return fmt.Errorf("%w: %v", errStore, err)
 }
 
 // latencies keeps the last latencyWindow commit latencies, for their

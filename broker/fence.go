@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/strata-hpc/strata/api"
@@ -27,56 +28,68 @@ import (
 // own fences before it restores, so every write of the deposed broker
 // that reaches the server after them is refused, and every one that
 // reached it before is in the successor's restore. The deposed broker
-// steps down when the server refuses one.
+// acts on nothing the server has not acknowledged (replies, starts and
+// signals wait for the commit), and steps down when the server refuses
+// one.
 //
-// The check is on the server, in the stream's own order, and costs one
-// header and one lookup of the fence's last sequence per write: no extra
-// round trip.
+// On one server (Options.Replicas == 1) each record is its own pipelined
+// publish with the check: the server checks each in the stream's order,
+// at the cost of one header and one lookup of the fence's last sequence
+// per write, and no extra round trip. Atomic batches (below) would work
+// there too, but the server stages every batch of a one-replica file
+// stream in a file store of its own: BenchmarkNATS's submissions ran at
+// 0.17 times the rate (272 against 1582 jobs/s), so one server keeps
+// per-write checks.
 //
-// Not on replicated streams (Options.Replicas > 1): there nats-server
-// allows one write in flight per checked subject and refuses the others
-// with "wrong last sequence" (10164) whatever the fence says, and the
-// committer pipelines its writes. A broker on R3 relies on the lease's
-// deadline alone: it acts only until LeaseDuration-LeaseRenew after its
-// last renewal was sent, and a standby takes over only after seeing the
-// lease unchanged for LeaseDuration (see lease). That holds unless the
-// two clocks' rates differ by more than LeaseRenew over one lease, or the
-// broker is paused between checking its lease and its write reaching the
-// server: such a late write lands after the successor restored, and the
-// successor neither knows it nor refuses it.
+// A replicated stream (nats-server 2.15.3, Replicas > 1) takes one
+// checked write per subject in flight: it refuses the next check of a
+// subject whose earlier one is proposed but not applied with "wrong last
+// sequence" (10164), whatever the fence says (jetstream_batching.go,
+// checkMsgHeadersPreClusteredProposal: expectedPerSubjectInProcess). Since
+// every write checks the same fence subject, pipelined checked writes
+// fail there. So on a replicated store the committer writes each commit
+// group to each stream as JetStream atomic batches (batch.go; the stream
+// needs AllowAtomicPublish, which RunInstances sets): the messages carry
+// Nats-Batch-Id and Nats-Batch-Sequence, the last one Nats-Batch-Commit,
+// and every one carries the fence check. The server stages the batch and
+// checks it whole at the commit: a check on a subject already checked in
+// the same batch uses the first result, so one batch is one check of the
+// fence, and the batch lands whole (one Raft proposal) or not at all; a
+// refusal is the same "wrong last sequence: N" (10071) as on one server.
+// One fenced batch per stream is in flight (Runtime.gates, held until the
+// commit is answered, and shared with the archiver and the committer's
+// retries); batches to different streams overlap. While a stream's batch
+// is unanswered, the next inputs queue, so the next group is larger:
+// group commit instead of pipelining. A start leaves streams that take
+// atomic batches alone (atomicReady): nats.go's update of a bucket would
+// switch them off under the active broker while a standby starts.
 //
-// Designs that would close the gap, and why neither is in yet:
+// Limits (nats-server defaults, stream.go): at most 1000 messages per
+// batch (publishBatches splits larger groups into batches that follow
+// each other), 50 open batches per stream and 1000 per server (one per
+// stream here), and a batch whose commit does not come within 10 s is
+// dropped (the commit follows its messages at once). Only the first
+// message may carry Nats-Expected-Last-Sequence, and
+// Nats-Expected-Last-Msg-Id is refused (neither is used); a Nats-Msg-Id
+// the stream already holds fails the whole batch (10201), so the
+// archiver looks again for what landed after a failed batch.
 //
-//   - The last write of a commit group per stream carries the check, the
-//     others go before it unchecked, and the group is acted on once the
-//     checked one is acknowledged. The deposed broker then acts on
-//     nothing, but its unchecked writes still land: they overwrite the
-//     successor's records of the same keys, and records of keys the
-//     successor never rewrites survive into its next restore. Correct
-//     only if restore can tell them apart and fall back to the value
-//     before them: every record would carry its writer's incarnation,
-//     the buckets would keep history, and restore would skip the records
-//     of an older incarnation that follow the current fence. Only one
-//     checked write may be in flight per stream, so commit groups would
-//     also no longer overlap on the way to the server.
-//   - Atomic batch publish (nats-server 2.12+, AllowAtomicPublish on the
-//     stream, R3 included; headers Nats-Batch-Id, Nats-Batch-Sequence and
-//     Nats-Batch-Commit on the last message, with no client API in
-//     nats.go 1.55): one batch per stream and commit group, whose commit
-//     checks the fence, lands whole or not at all. The one-checked-write
-//     -in-flight limit still applies per subject across batches, so a
-//     stream takes one group at a time (a round trip of the stream's
-//     Raft group per commit group, where the committer now pipelines),
-//     and a batch is one stream's: a group that spans buckets is fenced
-//     per bucket, as on R1 today. This is the correct design; it needs
-//     the raw-header publish path, the stream configuration change, and
-//     the R3 benchmark (BenchmarkNATS) to price the lost pipelining.
-//     (Both limits read in nats-server v2.15.3, jetstream_batching.go:
-//     a checked subject in process refuses the next check with 10164.)
+// A commit that gets no answer within ackTimeout gives its gate back: if
+// it is still in flight the next batch of that stream meets 10164, which
+// is a store failure, not a fence, and the committer writes it again.
+//
+// The cost is one Raft round trip of a stream per batch, where the
+// committer used to pipeline (see BenchmarkNATS and docs/cluster.md). If
+// that matters: a broker could write K fence records per stream (lanes)
+// and check lane i mod K on its i-th batch, K batches in flight per
+// stream, in order on one connection; a successor writes all K first.
 
 // fencedBuckets are the buckets the runtime writes (users and revoked
 // credentials included: user changes go through it); the archive stream
-// is fenced too.
+// is fenced too. A bucket the committer writes that is not listed here is
+// written unfenced (and, on a replicated store, not in atomic batches):
+// to fence one, list it, and it gets a fence record, a gate and
+// AllowAtomicPublish.
 var fencedBuckets = []string{JobsBucket, ResvsBucket, QPUBucket, MetaBucket, ArraysBucket, NodesBucket, UsersBucket, RevokedBucket, store.ArchiveStream}
 
 // errFenced is the server's refusal of a fenced write: another broker
@@ -101,6 +114,7 @@ func fenceSubject(bucket string) string {
 // cluster may be electing a leader.
 func (r *Runtime) writeFences(ctx context.Context) error {
 	r.lease.mu.Lock()
+	r.batchPrefix = r.lease.rec.Incarnation + "-"
 	f := store.Fence{V: store.Version, Incarnation: r.lease.rec.Incarnation, Lease: r.lease.rev, At: time.Now().UnixMilli()}
 	r.lease.mu.Unlock()
 	data, err := json.Marshal(f)
@@ -122,9 +136,7 @@ func (r *Runtime) writeFences(ctx context.Context) error {
 			sleepCtx(ctx, 100*time.Millisecond)
 		}
 	}
-	if r.b.opts.Replicas == 1 {
-		r.fences = fences
-	}
+	r.fences = fences
 	return nil
 }
 
@@ -132,10 +144,11 @@ func (r *Runtime) writeFences(ctx context.Context) error {
 // opts; none before the fences are written (tests of the committer
 // alone).
 func (r *Runtime) fenced(bucket string, opts ...jetstream.PublishOpt) []jetstream.PublishOpt {
-	if r.fences == nil {
+	seq, ok := r.fences[bucket]
+	if !ok { // not a fenced bucket (see fencedBuckets), or no fences yet
 		return opts
 	}
-	return append(opts, jetstream.WithExpectLastSequenceForSubject(r.fences[bucket], fenceSubject(bucket)))
+	return append(opts, jetstream.WithExpectLastSequenceForSubject(seq, fenceSubject(bucket)))
 }
 
 // fencedOut records that the server refused a fenced write: the broker
@@ -266,7 +279,7 @@ func (r *Runtime) writeConfig(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("broker: encode the configuration: %w", err)
 	}
-	if _, err := r.b.js.Publish(ctx, "$KV."+MetaBucket+"."+store.ConfigKey, data, r.fenced(MetaBucket)...); err != nil {
+	if err := r.publishFenced(ctx, MetaBucket, []*nats.Msg{recordMsg("$KV."+MetaBucket+"."+store.ConfigKey, data, 0)}); err != nil {
 		return fmt.Errorf("broker: record the configuration: %w", err)
 	}
 	return nil

@@ -50,7 +50,8 @@ type lease struct {
 	err        error     // why the broker was deposed; nil while it holds the lease
 	deposed    chan struct{}
 	stop       chan struct{}
-	stopped    chan struct{}
+	stopped    chan struct{} // closed once keep ends
+	started    bool          // keep runs (start was called)
 }
 
 // errNotActive is the answer to a change while the broker is not sure it
@@ -355,7 +356,12 @@ func (l *lease) holder() string {
 }
 
 // start starts renewing the lease.
-func (l *lease) start() { go l.keep() }
+func (l *lease) start() {
+	l.mu.Lock()
+	l.started = true
+	l.mu.Unlock()
+	go l.keep()
+}
 
 // release stops renewing the lease and, if the broker still holds it,
 // deletes the record so that a standby takes over at once instead of
@@ -370,7 +376,12 @@ func (l *lease) release() {
 	default:
 		close(l.stop)
 	}
-	<-l.stopped
+	l.mu.Lock()
+	started := l.started
+	l.mu.Unlock()
+	if started { // a start that failed before renewing released it too
+		<-l.stopped
+	}
 	l.mu.Lock()
 	rev, err := l.rev, l.err
 	l.mu.Unlock()

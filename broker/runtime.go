@@ -183,6 +183,14 @@ type Runtime struct {
 	// change.
 	lease  *lease
 	fences map[string]uint64
+	// batched: the runtime writes its records as atomic batches, one
+	// per stream in flight (gates), as a replicated store needs for its
+	// fence checks (fence.go). batchPrefix and batchSeq name the
+	// batches: unique among this broker's and its successors'.
+	batched     bool
+	gates       map[string]chan struct{}
+	batchPrefix string
+	batchSeq    atomic.Uint64
 
 	// steps are the task steps started in running allocations, by step
 	// ID; stepTasks their tasks, by executor ID (steps.go).
@@ -288,6 +296,8 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 		users:       map[string]userRecord{},
 		startSem:    make(chan struct{}, maxStarts),
 		done:        make(chan struct{}),
+		batched:     b.opts.Replicas > 1,
+		gates:       newGates(),
 	}
 	r.idle = sync.NewCond(&r.mu)
 	if res.Agents != nil {
@@ -315,6 +325,13 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 	ctx, cancel := context.WithTimeout(b.ctx, b.opts.StartTimeout)
 	defer cancel()
 	for _, bucket := range []string{JobsBucket, ResvsBucket, QPUBucket, MetaBucket, ArraysBucket, NodesBucket} {
+		if r.batched {
+			if ready, err := b.atomicReady(ctx, "KV_"+bucket, b.opts.Replicas); err != nil {
+				return nil, fmt.Errorf("broker: key-value bucket %s: %w", bucket, err)
+			} else if ready {
+				continue // see atomicReady
+			}
+		}
 		cfg := jetstream.KeyValueConfig{Bucket: bucket, Description: "Strata " + bucket}
 		if bucket == MetaBucket {
 			// Reply records carry a TTL of their own (see replays).
@@ -326,6 +343,13 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 	}
 	if err := r.openArchive(ctx); err != nil {
 		return nil, err
+	}
+	if r.batched {
+		for _, name := range atomicStreams() {
+			if err := b.allowAtomic(ctx, name); err != nil {
+				return nil, err
+			}
+		}
 	}
 	// A standby checks it would serve what the active broker serves,
 	// then waits here, as long as the broker runs.
