@@ -452,7 +452,7 @@ func (t *Timeline) Remove(id SpanID) error {
 	t.byID.Delete(s)
 	t.unindex(s)
 	t.count(s, s.start, s.end, -1)
-	delete(t.frees.memos, id)
+	t.forget(id)
 	t.freed(s.nodes, s.start, s.end)
 	// What the span held is now free: an Add of the same resources over
 	// the same window right after (a scheduler putting back a plan that
@@ -516,7 +516,7 @@ func (t *Timeline) Extend(id SpanID, end Time) error {
 // replace swaps old for a copy ending at end in every index.
 func (t *Timeline) replace(old *span, end Time) {
 	t.version++
-	delete(t.frees.memos, old.id) // it holds old, and old.end no longer holds
+	t.forget(old.id) // it holds old, and old.end no longer holds
 	ns := *old
 	ns.end = end
 	t.unindex(old)
