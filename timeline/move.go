@@ -202,6 +202,9 @@ func (l *freeLog) end() uint64 { return l.base + uint64(len(l.recs)) }
 
 // freed records that nodes were freed over [start, end).
 func (t *Timeline) freed(nodes NodeSet, start, end Time) {
+	if len(t.noFits) > 0 && !nodes.IsEmpty() {
+		t.cut(start, end)
+	}
 	l := &t.frees
 	if len(l.list) == 0 {
 		// Only memos read the log: with none, it need keep nothing.
@@ -678,40 +681,70 @@ func (t *Timeline) reach(r *freedRect) {
 	clear(by)
 }
 
-// noFit records that at version, no start in [lo, hi) had n nodes free
-// throughout its d seconds. Then neither has any start there for n' >= n
-// nodes or d' >= d seconds (fewer nodes are free throughout a longer
-// window), until the timeline changes. A search that MoveEarlier made with
-// its own span counted as gone found no room where the timeline, with that
-// span in, has even less: so its answer is such a fact.
+// noFit records that no start in [lo, hi) has n nodes of all free
+// throughout its d seconds, as the timeline is now. Then neither has any
+// start there for n' >= n nodes or d' >= d seconds (fewer nodes are free
+// throughout a longer window). A search that MoveEarlier made with its own
+// span counted as gone found no room where the timeline, with that span
+// in, has even less: so its answer is such a fact.
+//
+// Taking resources keeps a fact true. Freeing nodes over [a, b) voids it
+// only for the starts whose first d seconds meet [a, b): freed cuts those
+// out (see cut) and keeps the rest, so that the facts outlive the moves
+// of a compression pass, which ask the same questions of plan after plan.
 type noFit struct {
-	version uint64
-	n       int
-	d       Duration
-	lo, hi  Time
+	n      int
+	d      Duration
+	lo, hi Time
 }
 
-// maxNoFits bounds the facts kept for one version.
+// maxNoFits bounds the facts kept.
 const maxNoFits = 64
 
 // known records that [r.lo, r.hi) has no room for n nodes of all for d
-// seconds, as the timeline is now.
+// seconds, as the timeline is now; when the list is full, the oldest fact
+// goes.
 func (t *Timeline) known(r timeRange, n int, d Duration) {
-	if len(t.noFits) > 0 && t.noFits[0].version != t.version {
-		t.noFits = t.noFits[:0]
+	if len(t.noFits) >= maxNoFits {
+		t.noFits = slices.Delete(t.noFits, 0, len(t.noFits)-maxNoFits+1)
 	}
-	if len(t.noFits) < maxNoFits {
-		t.noFits = append(t.noFits, noFit{version: t.version, n: n, d: d, lo: r.lo, hi: r.hi})
+	t.noFits = append(t.noFits, noFit{n: n, d: d, lo: r.lo, hi: r.hi})
+}
+
+// cut keeps of the facts what stays true once nodes are freed over
+// [a, b): the starts whose windows end by a, and those from b on.
+func (t *Timeline) cut(a, b Time) {
+	fs := t.noFits
+	n := len(fs)
+	for i := 0; i < n; i++ {
+		f := fs[i]
+		before := noFit{f.n, f.d, f.lo, min(f.hi, a-Time(f.d)+1)}
+		after := noFit{f.n, f.d, max(f.lo, b), f.hi}
+		switch bok, aok := before.lo < before.hi, after.lo < after.hi; {
+		case bok && aok:
+			fs[i] = before
+			fs = append(fs, after)
+		case bok:
+			fs[i] = before
+		case aok:
+			fs[i] = after
+		default:
+			fs[i].lo, fs[i].hi = 0, 0 // dropped below
+		}
+	}
+	t.noFits = slices.DeleteFunc(fs, func(f noFit) bool { return f.lo >= f.hi })
+	if len(t.noFits) > maxNoFits {
+		t.noFits = slices.Delete(t.noFits, 0, len(t.noFits)-maxNoFits)
 	}
 }
 
-// unknown trims from ranges the starts that a fact of this version rules
-// out for n nodes of all over d seconds, except those at or after apart,
-// whose windows overlap the span being moved: the facts count it as busy,
-// the search does not. ranges are sorted and disjoint, and so is the result
-// (in the same memory).
+// unknown trims from ranges the starts that a fact rules out for n nodes
+// of all over d seconds, except those at or after apart, whose windows
+// overlap the span being moved: the facts count it as busy, the search
+// does not. ranges are sorted and disjoint, and so is the result (in the
+// same memory).
 func (t *Timeline) unknown(ranges []timeRange, n int, d Duration, apart Time) []timeRange {
-	if len(t.noFits) == 0 || t.noFits[0].version != t.version {
+	if len(t.noFits) == 0 {
 		return ranges
 	}
 	out := ranges[:0]

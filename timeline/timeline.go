@@ -213,7 +213,7 @@ type Timeline struct {
 	ranges  []timeRange
 	// skip is a span that queries count as gone, and skipUse its use per
 	// count dimension (see MoveEarlier); nil outside MoveEarlier.
-	// noFits are facts found at the current version (see noFit).
+	// noFits are facts about where there is no room (see noFit).
 	noFits  []noFit
 	skip    *span
 	skipUse []int64
