@@ -318,7 +318,7 @@ func (t *Timeline) settle() {
 		}
 		for _, i := range cand {
 			m := &l.list[i]
-			if !admits(r, m.s.id, m.start, Duration(m.end-m.start), m.nb) {
+			if !admits(r, m) {
 				continue
 			}
 			m.dirty, m.from = true, pos
@@ -349,17 +349,18 @@ func (t *Timeline) relist() {
 	}
 }
 
-// admits reports whether record r, whose gaps are known, gives span id,
-// starting at start for d seconds, a start to search in [nb, start): the
-// test moveRanges makes of each record (see there).
-func admits(r *freedRect, id SpanID, start Time, d Duration, nb Time) bool {
-	lo, hi := max(nb, r.start-Time(d)+1), min(start, r.end)
+// admits reports whether record r, whose gaps are known, gives the span
+// of memo m a start to search in [m.nb, its start): the test moveRanges
+// makes of each record (see there).
+func admits(r *freedRect, m *moveMemo) bool {
+	d := Duration(m.end - m.start)
+	lo, hi := max(m.nb, r.start-Time(d)+1), min(m.start, r.end)
 	if lo >= hi {
 		return false
 	}
 	for _, g := range r.gaps {
 		glo, ghi := max(lo, g.lo), hi
-		if g.hi < MaxTime && g.first != id {
+		if g.hi < MaxTime && g.first != m.s.id {
 			ghi = min(ghi, g.hi-Time(d)+1)
 		}
 		if glo < ghi {
@@ -744,15 +745,28 @@ func (t *Timeline) cut(a, b Time) {
 // does not. ranges are sorted and disjoint, and so is the result (in the
 // same memory).
 func (t *Timeline) unknown(ranges []timeRange, n int, d Duration, apart Time) []timeRange {
-	if len(t.noFits) == 0 {
+	if len(t.noFits) == 0 || len(ranges) == 0 {
+		return ranges
+	}
+	// The facts that can apply: for n nodes or fewer, d seconds or less,
+	// meeting the ranges' span before apart.
+	lo, hi := ranges[0].lo, min(ranges[len(ranges)-1].hi, apart)
+	fs := t.fitScratch[:0]
+	for _, f := range t.noFits {
+		if f.n <= n && f.d <= d && f.lo < hi && f.hi > lo {
+			fs = append(fs, f)
+		}
+	}
+	t.fitScratch = fs
+	if len(fs) == 0 {
 		return ranges
 	}
 	out := ranges[:0]
 	for _, r := range ranges {
 		for moved := true; moved && r.lo < min(r.hi, apart); {
 			moved = false
-			for _, f := range t.noFits {
-				if f.n <= n && f.d <= d && f.lo <= r.lo && f.hi > r.lo {
+			for _, f := range fs {
+				if f.lo <= r.lo && f.hi > r.lo {
 					r.lo, moved = min(f.hi, r.hi, apart), true
 				}
 			}

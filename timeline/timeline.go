@@ -214,10 +214,11 @@ type Timeline struct {
 	// skip is a span that queries count as gone, and skipUse its use per
 	// count dimension (see MoveEarlier); nil outside MoveEarlier.
 	// noFits are facts about where there is no room (see noFit).
-	noFits  []noFit
-	skip    *span
-	skipUse []int64
-	amt     []int64 // MoveEarlier's plan.amt
+	noFits     []noFit
+	fitScratch []noFit // unknown's facts that may apply
+	skip       *span
+	skipUse    []int64
+	amt        []int64 // MoveEarlier's plan.amt
 	// Scratch of reach: per node, the first start after a freed area, the
 	// span starting there, and the last end before the area.
 	firstAt []Time
