@@ -69,6 +69,13 @@ type Instance struct {
 	planUse   []int32
 	planSet   timeline.NodeSet
 	planStale bool
+	// recheck are the plans the next compression asks of the timeline
+	// whatever it reports (see compress); pass1 is its scratch heap.
+	recheck []*Job
+	pass1   stops
+	// everyPlan makes compress ask MoveEarlier of every plan, in pass
+	// order: the reference the tests compare the stale-driven passes with.
+	everyPlan bool
 	freed     bool // resources freed since the last compression
 	blocked   bool // the last pass left an eligible job waiting
 	// nodeless counts the queued jobs that ask for no node (QPU slots

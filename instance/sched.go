@@ -343,11 +343,26 @@ func (in *Instance) placePlan(j *Job, t Time, nodes timeline.NodeSet) {
 	if !j.planned {
 		in.nplan++
 	}
+	if in.cfg.Policy.Depth == Unlimited && !in.everyPlan {
+		in.listRecheck(j)
+	}
 	j.planned = true
 	j.PlannedStart = t
 	j.nodeSet = nodes
 	in.countPlan(nodes, 1)
 	in.sh.wakes.ReplaceOrInsert(wake{t: t, kind: wakePlan, id: int64(j.ID)})
+}
+
+// listRecheck lists new plan j for the next compression (see compress): the
+// timeline reports only the plans it has been asked about. Jobs planned
+// again and again between passes are listed once.
+func (in *Instance) listRecheck(j *Job) {
+	in.recheck = append(in.recheck, j)
+	if n := len(in.recheck); n > 2*in.nplan+64 {
+		slices.SortFunc(in.recheck, func(a, b *Job) int { return cmp.Compare(a.ID, b.ID) })
+		in.recheck = slices.CompactFunc(in.recheck, func(a, b *Job) bool { return a == b })
+		clear(in.recheck[len(in.recheck):n])
+	}
 }
 
 // unplan removes j's planned start, if it has one.
@@ -371,12 +386,24 @@ func (in *Instance) unplan(j *Job) {
 // Feitelson's conservative backfilling does. A job is re-placed with its own
 // plan counted as free, so its old window is still free and its start can
 // only move earlier; going by planned start lets a job use the room that the
-// jobs planned before it just left. The timeline's MoveEarlier remembers
-// which plans could not move and what was freed since, so a pass searches
-// again only where something freed could let a job start earlier: the
-// same plans as searching every job in full, at a fraction of the cost.
+// jobs planned before it just left.
+//
+// Under a policy of bounded depth every plan is placed again (there are a
+// few). Under conservative backfilling, with a plan per queued job, a pass
+// asks the timeline's MoveEarlier only of the plans that may move: those
+// the timeline reports stale (something freed since it last looked may let
+// them start earlier), the plans new since the last pass, and those that
+// use pool units (see Timeline.Stale). The others cannot move, so the
+// pass moves the same plans, in the same order, to the same places as
+// asking every plan; on a long queue after a job ends early, most plans are
+// never visited.
 func (in *Instance) compress(now Time) {
 	if in.nplan == 0 {
+		return
+	}
+	bounded := in.cfg.Policy.Depth != Unlimited
+	if !bounded && !in.everyPlan {
+		in.compressStale(now)
 		return
 	}
 	planned := make([]*Job, 0, in.nplan)
@@ -386,31 +413,181 @@ func (in *Instance) compress(now Time) {
 		}
 		return len(planned) < in.nplan
 	})
-	bounded := in.cfg.Policy.Depth != Unlimited
 	for _, i := range byStart(planned) {
 		j := planned[i]
-		old := j.PlannedStart
 		nb := in.notBefore(now, j)
 		if bounded {
 			// A few plans: place each again, so that it takes the nodes
 			// busy now and leaves those just freed to backfilling even
 			// when it cannot start earlier.
 			in.replan(now, j, nb)
+		} else if j.PlannedStart > nb {
+			in.moveEarlier(now, j, nb)
+		}
+	}
+}
+
+// compressStale is compress under unbounded depth: the plans the timeline
+// reports stale, and those in recheck, in a heap by pass order (planned
+// start, then queue order); a move's report adds the plans after the one
+// moved, and keeps those before it, which the pass has passed, for the
+// next pass, as a pass over every plan would reach them only then.
+func (in *Instance) compressStale(now Time) {
+	h := in.pass1[:0]
+	for _, j := range in.recheck {
+		if j.planned && j.inst == in {
+			h = append(h, stopOf(j))
+		}
+	}
+	clear(in.recheck)
+	in.recheck = in.recheck[:0]
+	in.tl.Stale(func(id timeline.SpanID) {
+		if j := in.planOf(id); j != nil {
+			h = append(h, stopOf(j))
+		}
+	})
+	h.init()
+	var prev *Job
+	for len(h) > 0 {
+		st := h.pop()
+		j := st.j
+		if j == prev || !j.planned || j.inst != in || st != stopOf(j) {
+			continue // a duplicate, or a job replanned since it was listed
+		}
+		prev = j
+		nb := in.notBefore(now, j)
+		if j.PlannedStart <= nb {
+			in.recheck = append(in.recheck, j) // cannot move earlier
 			continue
 		}
-		if old <= nb {
-			continue // cannot move earlier
+		moved := in.moveEarlier(now, j, nb)
+		if len(j.Spec.Slots) > 0 {
+			// The timeline does not remember spans with pool units:
+			// they are asked at every pass.
+			in.recheck = append(in.recheck, j)
 		}
-		sp, moved := in.tl.MoveEarlier(spanOf(j.ID), in.planRequest(now, j), nb)
 		if !moved {
 			continue
 		}
-		in.sh.wakes.Delete(wake{t: old, kind: wakePlan, id: int64(j.ID)})
-		in.countPlan(j.nodeSet, -1)
-		j.PlannedStart = sp.Start
-		j.nodeSet = sp.Nodes
-		in.countPlan(j.nodeSet, 1)
-		in.sh.wakes.ReplaceOrInsert(wake{t: sp.Start, kind: wakePlan, id: int64(j.ID)})
+		in.tl.Stale(func(id timeline.SpanID) {
+			k := in.planOf(id)
+			switch {
+			case k == nil:
+			case st.before(stopOf(k)):
+				h.push(stopOf(k))
+			default:
+				in.recheck = append(in.recheck, k)
+			}
+		})
+	}
+	clear(h[:cap(h)])
+	in.pass1 = h[:0]
+}
+
+// moveEarlier moves planned job j to its earliest start from nb, if that is
+// earlier than its planned start, on the nodes the timeline chooses there,
+// and reports whether it moved.
+func (in *Instance) moveEarlier(now Time, j *Job, nb Time) bool {
+	old := j.PlannedStart
+	sp, moved := in.tl.MoveEarlier(spanOf(j.ID), in.planRequest(now, j), nb)
+	if !moved {
+		return false
+	}
+	in.sh.wakes.Delete(wake{t: old, kind: wakePlan, id: int64(j.ID)})
+	in.countPlan(j.nodeSet, -1)
+	j.PlannedStart = sp.Start
+	j.nodeSet = sp.Nodes
+	in.countPlan(j.nodeSet, 1)
+	in.sh.wakes.ReplaceOrInsert(wake{t: sp.Start, kind: wakePlan, id: int64(j.ID)})
+	return true
+}
+
+// planOf returns the planned job of this instance whose span is id, or nil.
+func (in *Instance) planOf(id timeline.SpanID) *Job {
+	if id >= resvSpanBase {
+		return nil
+	}
+	j := in.sh.jobs[JobID(id)]
+	if j == nil || !j.planned || j.inst != in {
+		return nil
+	}
+	return j
+}
+
+// stop is a plan's place in a compression pass: by planned start, then in
+// queue order (see jobLess).
+type stop struct {
+	start   Time
+	urgency int
+	id      JobID
+	j       *Job
+}
+
+func stopOf(j *Job) stop {
+	return stop{start: j.PlannedStart, urgency: j.Spec.Urgency, id: j.ID, j: j}
+}
+
+func (a stop) before(b stop) bool {
+	switch {
+	case a.start != b.start:
+		return a.start < b.start
+	case a.urgency != b.urgency:
+		return a.urgency > b.urgency
+	}
+	return a.id < b.id
+}
+
+// stops is a binary min-heap of stops (by hand: container/heap would box
+// every stop it moves).
+type stops []stop
+
+// init orders h as a heap.
+func (h stops) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+func (h *stops) push(x stop) {
+	*h = append(*h, x)
+	a := *h
+	for i := len(a) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !a[i].before(a[p]) {
+			break
+		}
+		a[i], a[p] = a[p], a[i]
+		i = p
+	}
+}
+
+// pop removes and returns the first stop; h is not empty.
+func (h *stops) pop() stop {
+	a := *h
+	x := a[0]
+	n := len(a) - 1
+	a[0] = a[n]
+	a[n] = stop{}
+	*h = a[:n]
+	h.down(0)
+	return x
+}
+
+func (h stops) down(i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(h) && h[r].before(h[l]) {
+			m = r
+		}
+		if !h[m].before(h[i]) {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
 	}
 }
 

@@ -59,12 +59,49 @@ const (
 // btree item per point: adding a span rewrites every point of its window, and
 // rewriting a chunk of 48 points costs one btree update instead of 48, while
 // scans walk plain arrays.
+//
+// Reads find their chunk through a directory (see counterDir), a binary
+// search over an array instead of a btree seek.
 type counter struct {
 	size int64
 	tree *btree.BTreeG[chunk]
 	own  *owner  // token of the chunks this counter may write in place
 	buf  []point // scratch for add; never shared between clones
 	old  []chunk // scratch for add
+	dir  counterDir
+}
+
+// counterDir lists the chunks of a counter in order: each chunk's first
+// instant and its box. It is valid (ok) until the btree's items change; a
+// chunk rewritten in place keeps its box and first instant. A stale one is
+// rebuilt by the next read.
+type counterDir struct {
+	ok     bool
+	starts []Time
+	boxes  []*box
+}
+
+// directory returns c's directory, rebuilt if it is stale.
+func (c *counter) directory() *counterDir {
+	d := &c.dir
+	if d.ok {
+		return d
+	}
+	d.ok = true
+	clear(d.boxes)
+	d.starts, d.boxes = d.starts[:0], d.boxes[:0]
+	c.tree.Ascend(func(ch chunk) bool {
+		d.starts = append(d.starts, ch.t)
+		d.boxes = append(d.boxes, ch.b)
+		return true
+	})
+	return d
+}
+
+// chunkIndex returns the index in the directory of the chunk holding the
+// floor point of t, or -1 when t is before every point.
+func (d *counterDir) chunkIndex(t Time) int {
+	return sort.Search(len(d.starts), func(i int) bool { return d.starts[i] > t }) - 1
 }
 
 func newCounter(size int64, origin Time, fl *btree.FreeListG[chunk]) counter {
@@ -83,12 +120,12 @@ func (c *counter) clone() counter {
 
 // chunkAt returns the chunk holding the floor point of t (t >= origin).
 func (c *counter) chunkAt(t Time) chunk {
-	var out chunk
-	c.tree.DescendLessOrEqual(chunk{t: t}, func(ch chunk) bool {
-		out = ch
-		return false
-	})
-	return out
+	d := c.directory()
+	i := d.chunkIndex(t)
+	if i < 0 {
+		return chunk{}
+	}
+	return chunk{t: d.starts[i], b: d.boxes[i]}
 }
 
 // floorIndex returns the index in pts of the last point at or before t.
@@ -108,17 +145,17 @@ func (c *counter) at(t Time) int64 {
 // scan calls fn for every point from the floor point of from (from >=
 // origin) on, in order, until fn returns false.
 func (c *counter) scan(from Time, fn func(p point) bool) {
-	first := c.chunkAt(from)
-	i := floorIndex(first.b.pts, from)
-	c.tree.AscendGreaterOrEqual(first, func(ch chunk) bool {
-		for _, p := range ch.b.pts[i:] {
+	d := c.directory()
+	k := d.chunkIndex(from)
+	i := floorIndex(d.boxes[k].pts, from)
+	for ; k < len(d.boxes); k++ {
+		for _, p := range d.boxes[k].pts[i:] {
 			if !fn(p) {
-				return false
+				return
 			}
 		}
 		i = 0
-		return true
-	})
+	}
 }
 
 // maxOver returns the most units in use at any instant of [s, e), s < e.
@@ -229,11 +266,13 @@ func (c *counter) rewrite(ch chunk, pts []point) {
 	switch {
 	case len(pts) == 0:
 		c.tree.Delete(ch)
+		c.dir.ok = false
 		return
 	case slices.Equal(pts, ch.b.pts):
 		return
 	case len(pts) > maxChunk:
 		c.tree.Delete(ch)
+		c.dir.ok = false
 		n := len(pts)
 		k := (n + chunkTarget - 1) / chunkTarget
 		for x := 0; x < k; x++ {
@@ -251,6 +290,7 @@ func (c *counter) rewrite(ch chunk, pts []point) {
 		if pts[0].t != ch.t {
 			c.tree.Delete(ch)
 			c.tree.ReplaceOrInsert(chunk{t: pts[0].t, b: ch.b})
+			c.dir.ok = false
 		}
 		return
 	}
@@ -266,6 +306,7 @@ func (c *counter) rewrite(ch chunk, pts []point) {
 func (c *counter) insert(pts []point) {
 	b := &box{pts: slices.Clone(pts), own: c.own}
 	c.tree.ReplaceOrInsert(chunk{t: b.pts[0].t, b: b})
+	c.dir.ok = false
 }
 
 // earliest returns the earliest c >= from such that amount more units fit

@@ -112,14 +112,30 @@ const numClasses = 63
 // the btree key by key, measured on 100,000 spans), and a chunk this index
 // owns is changed in place. Copy on write as for counters: Clone gives both
 // sides new owner tokens, so a chunk made before is copied when changed.
+//
+// Scans read a class through its directory (see classDir): a binary search
+// over an array finds where a scan starts, at a fraction of the cost of
+// seeking in the btree, which a search pays for every class it reads.
 type intervalIndex struct {
 	mask uint64 // bit k set when class k has a tree
 	cls  [numClasses]*btree.BTreeG[ichunk]
+	dir  [numClasses]classDir
 	fl   *btree.FreeListG[ichunk]
 	own  *owner // token of the chunks this index may write in place
 	// size is the chunk capacity: maxKeys, or less in tests, so that the
 	// differential test's small timelines split and merge chunks too.
 	size int
+}
+
+// classDir lists the chunks of a class in order, for scans: the start of
+// each chunk's first key, and its box. It is valid (ok) until the class's
+// btree changes (an item added, removed or replaced); a chunk changed in
+// place keeps its box and its first key, so the directory still holds.
+// A stale one is rebuilt by the next scan of its class.
+type classDir struct {
+	ok     bool
+	starts []Time
+	boxes  []*ibox
 }
 
 // ichunk is a run of consecutive keys of a class, keyed by its first key.
@@ -175,12 +191,16 @@ func (x *intervalIndex) owned(c ichunk) []ikey {
 	return out
 }
 
-// put stores keys (non-empty) as the chunk that replaces old in tr.
-func (x *intervalIndex) put(tr *btree.BTreeG[ichunk], old ichunk, keys []ikey) {
-	if old.b != nil && old.b.own == x.own && &old.b.keys[:1][0] == &keys[:1][0] && old.first == keys[0] {
-		old.b.keys = keys // in place: the btree item is unchanged
+// put stores keys (non-empty) as the chunk that replaces old in class k.
+func (x *intervalIndex) put(k int, old ichunk, keys []ikey) {
+	if old.b != nil && old.b.own == x.own && old.first == keys[0] {
+		// In place: the btree item, and the class's directory, still
+		// hold (the box is the same).
+		old.b.keys = keys
 		return
 	}
+	tr := x.cls[k]
+	x.dir[k].ok = false
 	if old.b != nil && old.first != keys[0] {
 		tr.Delete(old)
 	}
@@ -204,7 +224,7 @@ func (x *intervalIndex) insert(s *span) {
 	key := keyOf(s)
 	c, ok := chunkOf(tr, key)
 	if !ok {
-		x.put(tr, ichunk{}, append(make([]ikey, 0, 4), key))
+		x.put(k, ichunk{}, append(make([]ikey, 0, 4), key))
 		return
 	}
 	keys := c.b.keys
@@ -213,7 +233,7 @@ func (x *intervalIndex) insert(s *span) {
 		if i == len(keys) {
 			// Appending to a full chunk (spans added in time order):
 			// it stays full, and a new chunk starts.
-			x.put(tr, ichunk{}, append(make([]ikey, 0, min(4, size)), key))
+			x.put(k, ichunk{}, append(make([]ikey, 0, min(4, size)), key))
 			return
 		}
 		// Split: each half gets half the keys.
@@ -227,8 +247,8 @@ func (x *intervalIndex) insert(s *span) {
 		} else {
 			hi = slices.Insert(hi, i-half, key)
 		}
-		x.put(tr, c, lo)
-		x.put(tr, ichunk{}, hi)
+		x.put(k, c, lo)
+		x.put(k, ichunk{}, hi)
 		return
 	}
 	keys = x.owned(c)
@@ -236,7 +256,7 @@ func (x *intervalIndex) insert(s *span) {
 		keys = slices.Grow(keys, min(len(keys), x.capacity()-len(keys)))
 	}
 	keys = slices.Insert(keys, i, key)
-	x.put(tr, c, keys)
+	x.put(k, c, keys)
 }
 
 func (x *intervalIndex) delete(s *span) {
@@ -253,12 +273,13 @@ func (x *intervalIndex) delete(s *span) {
 	}
 	if len(c.b.keys) == 1 {
 		tr.Delete(c)
+		x.dir[k].ok = false
 		return
 	}
 	keys := slices.Delete(x.owned(c), i, i+1)
 	size := x.capacity()
 	if len(keys) >= max(size/4, 2) {
-		x.put(tr, c, keys)
+		x.put(k, c, keys)
 		return
 	}
 	// Merge with the next chunk, or else the previous one, when they fit.
@@ -282,13 +303,15 @@ func (x *intervalIndex) delete(s *span) {
 	switch {
 	case next.b != nil && len(keys)+len(next.b.keys) <= size:
 		tr.Delete(next)
-		x.put(tr, c, append(slices.Grow(keys, len(next.b.keys)), next.b.keys...))
+		x.dir[k].ok = false
+		x.put(k, c, append(slices.Grow(keys, len(next.b.keys)), next.b.keys...))
 	case prev.b != nil && len(prev.b.keys)+len(keys) <= size:
 		tr.Delete(c)
+		x.dir[k].ok = false
 		merged := x.owned(prev)
-		x.put(tr, prev, append(slices.Grow(merged, len(keys)), keys...))
+		x.put(k, prev, append(slices.Grow(merged, len(keys)), keys...))
 	default:
-		x.put(tr, c, keys)
+		x.put(k, c, keys)
 	}
 }
 
@@ -302,24 +325,44 @@ func (x *intervalIndex) clone() intervalIndex {
 	return out
 }
 
-// ascend calls fn with the keys of class k at or after from, in order, a
+// ascend calls fn with the keys of class k at or after from, a probe (a key
+// with no span: every key starting at from.start or later), in order, a
 // chunk's worth at a time, until fn returns false. fn must not modify the
 // index or the keys.
 func (x *intervalIndex) ascend(k int, from ikey, fn func([]ikey) bool) {
-	tr := x.cls[k]
-	if tr == nil || tr.Len() == 0 {
-		return
-	}
-	c, _ := chunkOf(tr, from)
-	first := true
-	tr.AscendGreaterOrEqual(c, func(c ichunk) bool {
-		keys := c.b.keys
+	d := x.directory(k)
+	// The chunk where from belongs: the last whose first key starts
+	// before it, or the first.
+	i := max(0, sort.Search(len(d.starts), func(i int) bool { return d.starts[i] >= from.start })-1)
+	for first := true; i < len(d.boxes); i++ {
+		keys := d.boxes[i].keys
 		if first {
-			keys = keys[sort.Search(len(keys), func(i int) bool { return !ikeyLess(keys[i], from) }):]
+			keys = keys[sort.Search(len(keys), func(i int) bool { return keys[i].start >= from.start }):]
 			first = false
 		}
-		return fn(keys)
-	})
+		if !fn(keys) {
+			return
+		}
+	}
+}
+
+// directory returns the directory of class k, rebuilt if it is stale.
+func (x *intervalIndex) directory(k int) *classDir {
+	d := &x.dir[k]
+	if d.ok {
+		return d
+	}
+	d.ok = true
+	clear(d.boxes)
+	d.starts, d.boxes = d.starts[:0], d.boxes[:0]
+	if tr := x.cls[k]; tr != nil {
+		tr.Ascend(func(c ichunk) bool {
+			d.starts = append(d.starts, c.first.start)
+			d.boxes = append(d.boxes, c.b)
+			return true
+		})
+	}
+	return d
 }
 
 // visit calls fn for every span overlapping [start, end) (span.start < end

@@ -12,10 +12,10 @@ import (
 // resources count as free while it looks; at the new start it keeps its ID,
 // Tag and pool units, and takes the nodes req asks for (req.Nodes, Within or
 // NodeSet, as in Fits), chosen as Fits would choose them there (Prefer
-// included); req.Slots is ignored. It returns (Span{}, false) when there is no such span, and the
-// span unchanged with false when it cannot move earlier or the call is
-// invalid (req invalid, for any reason EarliestFit lists, or notBefore
-// before the origin).
+// included); req.Slots is ignored. It returns (Span{}, false) when there is
+// no such span, and the span unchanged with false when it cannot move
+// earlier or the call is invalid (req invalid, for any reason EarliestFit
+// lists, or notBefore before the origin).
 //
 // It gives exactly what Remove, EarliestFitBefore(req with the span's pool
 // units, notBefore, its duration, its start) and Add (of the moved span, or
@@ -30,16 +30,25 @@ import (
 // for each freed area it learns once, node by node, the free time around
 // it, so that only the starts of windows that fit in a gap of one of its
 // nodes are searched (see gap), and until the timeline next changes it
-// remembers where searches found no room (see noFit). It searches with the span
-// counted as gone, without taking it out and putting it back. Its answer is
-// the same.
+// remembers where searches found no room (see noFit). It searches with the
+// span counted as gone, without taking it out and putting it back. Its
+// answer is the same.
+//
+// Each freed area is checked once against every span remembered (see
+// settle), not once per call: Stale then tells which spans are worth
+// asking, so that a scheduler need not ask the others at all.
 //
 // Not safe for concurrent use (see Timeline). A Clone starts with nothing
 // remembered.
 func (t *Timeline) MoveEarlier(id SpanID, req Request, notBefore Time) (Span, bool) {
-	memo, remembered := t.frees.memos[id]
-	s := memo.s
-	if !remembered {
+	t.settle()
+	var memo moveMemo
+	i, remembered := t.frees.memos[id]
+	var s *span
+	if remembered {
+		memo = t.frees.list[i]
+		s = memo.s
+	} else {
 		var ok bool
 		if s, ok = t.lookup(id); !ok {
 			return Span{}, false
@@ -118,12 +127,22 @@ func (k moveKey) equal(o moveKey) bool {
 // was (without the span) when the free log reached mark. While the memo is
 // kept, s is the span stored under its ID: whatever replaces or removes it
 // drops the memo (Remove, Truncate, Extend) or makes a new one (a move).
+//
+// settle checks every record logged since mark against the memo, once:
+// while none may let s start earlier (see admits), the memo is clean and
+// MoveEarlier answers without a search; the first that may sets dirty and
+// from, its position, and MoveEarlier then reads the log from there.
 type moveMemo struct {
 	s          *span
 	mark       uint64
 	nb         Time
 	start, end Time
 	key        moveKey
+	all        bool   // key.w is every node: any record meets it
+	dirty      bool   // the record at from, or one after, may let s start earlier
+	listed     bool   // s's ID is in the stale list, not yet reported (see Stale)
+	full       bool   // the log no longer reaches from: search in full
+	from       uint64 // with dirty
 }
 
 // freedRect is a record of the free log: nodes freed over [start, end).
@@ -159,14 +178,23 @@ type gapSeg struct {
 	id         SpanID
 }
 
-// freeLog records the node-time rectangles freed since the oldest mark a
-// move memo holds. Positions are absolute: entry i of recs is at base+i.
+// freeLog records the node-time rectangles freed since the oldest position
+// a memo or settle still needs. Positions are absolute: entry i of recs is
+// at base+i.
 type freeLog struct {
 	base   uint64
 	recs   []freedRect
 	marked uint64 // the highest mark of a memo made so far
 	limit  int    // trim when recs grows to this
-	memos  map[SpanID]moveMemo
+	// processed is the position of the first record settle has not
+	// checked against the memos yet.
+	processed uint64
+	// The memos, in list, by span ID in memos; stale holds the IDs of
+	// memos that turned dirty since Stale last reported (see listed).
+	memos map[SpanID]int32
+	list  []moveMemo
+	stale []SpanID
+	cand  []int32 // settle's scratch
 }
 
 // end is the position the next record will take.
@@ -174,11 +202,15 @@ func (l *freeLog) end() uint64 { return l.base + uint64(len(l.recs)) }
 
 // freed records that nodes were freed over [start, end).
 func (t *Timeline) freed(nodes NodeSet, start, end Time) {
+	if len(t.noFits) > 0 && !nodes.IsEmpty() {
+		t.cut(start, end)
+	}
 	l := &t.frees
-	if len(l.memos) == 0 {
+	if len(l.list) == 0 {
 		// Only memos read the log: with none, it need keep nothing.
 		clear(l.recs)
 		l.base, l.recs = l.end(), l.recs[:0]
+		l.processed = l.base
 		return
 	}
 	if nodes.IsEmpty() {
@@ -190,19 +222,23 @@ func (t *Timeline) freed(nodes NodeSet, start, end Time) {
 	}
 }
 
-// trim drops the records no memo needs; if too many remain, it forgets the
-// memos that need the older half (their spans will be searched in full).
+// trim settles the log (see settle), then drops the records no dirty memo
+// needs; if too many remain, the memos that need the older half will be
+// searched in full.
 func (t *Timeline) trim() {
+	t.settle()
 	l := &t.frees
-	oldest := l.end()
-	for _, m := range l.memos {
-		oldest = min(oldest, m.mark)
+	oldest := l.processed
+	for i := range l.list {
+		if m := &l.list[i]; m.dirty && !m.full {
+			oldest = min(oldest, m.from)
+		}
 	}
-	if keep := l.end() - oldest; keep > uint64(max(256, len(l.memos))) {
+	if keep := l.end() - oldest; keep > uint64(max(256, len(l.list))) {
 		oldest = l.end() - keep/2
-		for id, m := range l.memos {
-			if m.mark < oldest {
-				delete(l.memos, id)
+		for i := range l.list {
+			if m := &l.list[i]; m.dirty && m.from < oldest {
+				m.full = true
 			}
 		}
 	}
@@ -210,7 +246,7 @@ func (t *Timeline) trim() {
 	clear(l.recs[:n])
 	l.recs = slices.Delete(l.recs, 0, n)
 	l.base = oldest
-	l.limit = 2*len(l.recs) + len(l.memos)
+	l.limit = 2*len(l.recs) + len(l.list)
 }
 
 // remember records that s, placed by a search from nb with key, cannot
@@ -221,11 +257,153 @@ func (t *Timeline) remember(s *span, key moveKey, nb Time) {
 	}
 	l := &t.frees
 	if l.memos == nil {
-		l.memos = make(map[SpanID]moveMemo)
+		l.memos = make(map[SpanID]int32)
 	}
-	m := l.end()
-	l.memos[s.id] = moveMemo{s: s, mark: m, nb: nb, start: s.start, end: s.end, key: key}
-	l.marked = max(l.marked, m)
+	mk := l.end()
+	m := moveMemo{s: s, mark: mk, nb: nb, start: s.start, end: s.end, key: key, all: key.w.Equal(t.res.all)}
+	if i, ok := l.memos[s.id]; ok {
+		m.listed = l.list[i].listed
+		l.list[i] = m
+	} else {
+		l.memos[s.id] = int32(len(l.list))
+		l.list = append(l.list, m)
+	}
+	l.marked = max(l.marked, mk)
+}
+
+// forget drops the memo of span id, if any.
+func (t *Timeline) forget(id SpanID) {
+	l := &t.frees
+	i, ok := l.memos[id]
+	if !ok {
+		return
+	}
+	last := int32(len(l.list) - 1)
+	if i != last {
+		l.list[i] = l.list[last]
+		l.memos[l.list[i].s.id] = i
+	}
+	l.list[last] = moveMemo{}
+	l.list = l.list[:last]
+	delete(l.memos, id)
+}
+
+// settle checks every record logged since it last ran against the clean
+// memos made before it, and marks dirty those it may let start earlier (see
+// admits). It learns a record's gaps (reach) only when a memo's time
+// window meets the record.
+func (t *Timeline) settle() {
+	l := &t.frees
+	for ; l.processed < l.end(); l.processed++ {
+		pos := l.processed
+		r := &l.recs[pos-l.base]
+		cand := l.cand[:0]
+		for i := range l.list {
+			m := &l.list[i]
+			if m.dirty || pos < m.mark {
+				continue
+			}
+			d := m.end - m.start
+			if max(m.nb, r.start-d+1) >= min(m.start, r.end) || !m.all && !r.nodes.Overlaps(m.key.w) {
+				continue
+			}
+			cand = append(cand, int32(i))
+		}
+		l.cand = cand
+		if len(cand) == 0 {
+			continue
+		}
+		if !r.known {
+			t.reach(r)
+		}
+		for _, i := range cand {
+			m := &l.list[i]
+			if !admits(r, m) {
+				continue
+			}
+			m.dirty, m.from = true, pos
+			if !m.listed {
+				m.listed = true
+				l.stale = append(l.stale, m.s.id)
+			}
+		}
+		if len(l.stale) > 2*len(l.list)+64 {
+			t.relist()
+		}
+	}
+}
+
+// relist rebuilds the stale list from the memos, dropping the IDs of memos
+// gone since they were listed.
+func (t *Timeline) relist() {
+	l := &t.frees
+	l.stale = l.stale[:0]
+	for i := range l.list {
+		if m := &l.list[i]; m.listed {
+			if m.dirty {
+				l.stale = append(l.stale, m.s.id)
+			} else {
+				m.listed = false
+			}
+		}
+	}
+}
+
+// admits reports whether record r, whose gaps are known, gives the span
+// of memo m a start to search in [m.nb, its start): the test moveRanges
+// makes of each record (see there).
+func admits(r *freedRect, m *moveMemo) bool {
+	d := Duration(m.end - m.start)
+	lo, hi := max(m.nb, r.start-Time(d)+1), min(m.start, r.end)
+	if lo >= hi {
+		return false
+	}
+	for _, g := range r.gaps {
+		glo, ghi := max(lo, g.lo), hi
+		if g.hi < MaxTime && g.first != m.s.id {
+			ghi = min(ghi, g.hi-Time(d)+1)
+		}
+		if glo < ghi {
+			return true
+		}
+	}
+	return false
+}
+
+// Stale calls fn with the ID of every span that, since MoveEarlier last
+// found it could not start earlier, something freed may let start earlier,
+// and that Stale has not reported since. A span it does not report does
+// not move: MoveEarlier, asked again with the same nodes (Nodes, Within or
+// NodeSet) and a notBefore no earlier, returns it unchanged and false. So a
+// scheduler that compresses its plans after resources were freed (as
+// conservative backfilling does) asks MoveEarlier only of the spans Stale
+// reports, the spans it has not asked about yet, and the spans that use
+// pool units (which are not remembered, see MoveEarlier); after a move it
+// calls Stale again, since what the move freed may let spans start
+// earlier.
+//
+// It checks what was freed since its last call against the spans
+// remembered: the cost is that of the records freed times the spans
+// remembered, not of asking every span. fn must not modify t. Not safe for
+// concurrent use (see Timeline).
+func (t *Timeline) Stale(fn func(SpanID)) {
+	t.settle()
+	l := &t.frees
+	ids := l.stale
+	l.stale = nil
+	for _, id := range ids {
+		i, ok := l.memos[id]
+		if !ok {
+			continue
+		}
+		if m := &l.list[i]; m.listed {
+			m.listed = false
+			if m.dirty {
+				fn(id)
+			}
+		}
+	}
+	l.stale = ids[:0]
 }
 
 // timeRange is a range [lo, hi) of candidate starts.
@@ -248,7 +426,7 @@ type timeRange struct{ lo, hi Time }
 // The instants of W on x are free now; none was freed after r was logged
 // (it would have been logged later, on x, overlapping W), so they were free
 // from then on, and in particular when r's gaps were computed (after r was
-// logged, at the first move that looked at r). Let g be the gap of x's
+// logged, when settle or a move first looked at r). Let g be the gap of x's
 // group. A span on x that started at or after r.end then, at g.hi or later
 // for x, and is not s, is busy now (had it gone, its area, on x and
 // overlapping W, would have been logged after r); it cannot start inside W,
@@ -260,13 +438,27 @@ type timeRange struct{ lo, hi Time }
 // r.start.) So c is in [g.lo, g.hi-d+1) for some gap of r: the ranges are
 // the union, over the rectangles logged since the mark, of those windows
 // within [r.start-d+1, r.end).
+//
+// The rectangles logged since the mark before the one at m.from (all of
+// them when m is clean) gave no such window from m.nb on when settle
+// checked them (see admits), nor can they from nb >= m.nb: they are
+// skipped.
 func (t *Timeline) moveRanges(s *span, m moveMemo, ok bool, key moveKey, nb Time, d Duration) ([]timeRange, bool) {
 	l := &t.frees
-	if !ok || m.mark < l.base || m.nb > nb || m.start != s.start || m.end != s.end || !m.key.equal(key) || s.pools != nil {
+	if !ok || m.full || m.nb > nb || m.start != s.start || m.end != s.end || !m.key.equal(key) || s.pools != nil {
 		return nil, true
 	}
 	ranges := t.ranges[:0]
-	recs := l.recs[m.mark-l.base:]
+	if !m.dirty {
+		// settle found nothing freed since the mark that may let s start
+		// earlier.
+		t.ranges = ranges
+		return ranges, false
+	}
+	if m.from < l.base {
+		return nil, true
+	}
+	recs := l.recs[m.from-l.base:]
 	for i := range recs {
 		r := &recs[i]
 		lo, hi := max(nb, r.start-Time(d)+1), min(s.start, r.end)
@@ -341,7 +533,7 @@ func (t *Timeline) put(s *span) {
 func (t *Timeline) unfreed(s *span) {
 	l := &t.frees
 	n := len(l.recs)
-	if n == 0 || l.marked >= l.end() {
+	if n == 0 || l.marked >= l.end() || l.processed >= l.end() {
 		return
 	}
 	if r := l.recs[n-1]; r.start == s.start && r.end == s.end && r.nodes.Equal(s.nodes) {
@@ -490,48 +682,91 @@ func (t *Timeline) reach(r *freedRect) {
 	clear(by)
 }
 
-// noFit records that at version, no start in [lo, hi) had n nodes free
-// throughout its d seconds. Then neither has any start there for n' >= n
-// nodes or d' >= d seconds (fewer nodes are free throughout a longer
-// window), until the timeline changes. A search that MoveEarlier made with
-// its own span counted as gone found no room where the timeline, with that
-// span in, has even less: so its answer is such a fact.
+// noFit records that no start in [lo, hi) has n nodes of all free
+// throughout its d seconds, as the timeline is now. Then neither has any
+// start there for n' >= n nodes or d' >= d seconds (fewer nodes are free
+// throughout a longer window). A search that MoveEarlier made with its own
+// span counted as gone found no room where the timeline, with that span
+// in, has even less: so its answer is such a fact.
+//
+// Taking resources keeps a fact true. Freeing nodes over [a, b) voids it
+// only for the starts whose first d seconds meet [a, b): freed cuts those
+// out (see cut) and keeps the rest, so that the facts outlive the moves
+// of a compression pass, which ask the same questions of plan after plan.
 type noFit struct {
-	version uint64
-	n       int
-	d       Duration
-	lo, hi  Time
+	n      int
+	d      Duration
+	lo, hi Time
 }
 
-// maxNoFits bounds the facts kept for one version.
+// maxNoFits bounds the facts kept.
 const maxNoFits = 64
 
 // known records that [r.lo, r.hi) has no room for n nodes of all for d
-// seconds, as the timeline is now.
+// seconds, as the timeline is now; when the list is full, the oldest fact
+// goes.
 func (t *Timeline) known(r timeRange, n int, d Duration) {
-	if len(t.noFits) > 0 && t.noFits[0].version != t.version {
-		t.noFits = t.noFits[:0]
+	if len(t.noFits) >= maxNoFits {
+		t.noFits = slices.Delete(t.noFits, 0, len(t.noFits)-maxNoFits+1)
 	}
-	if len(t.noFits) < maxNoFits {
-		t.noFits = append(t.noFits, noFit{version: t.version, n: n, d: d, lo: r.lo, hi: r.hi})
+	t.noFits = append(t.noFits, noFit{n: n, d: d, lo: r.lo, hi: r.hi})
+}
+
+// cut keeps of the facts what stays true once nodes are freed over
+// [a, b): the starts whose windows end by a, and those from b on.
+func (t *Timeline) cut(a, b Time) {
+	fs := t.noFits
+	n := len(fs)
+	for i := 0; i < n; i++ {
+		f := fs[i]
+		before := noFit{f.n, f.d, f.lo, min(f.hi, a-Time(f.d)+1)}
+		after := noFit{f.n, f.d, max(f.lo, b), f.hi}
+		switch bok, aok := before.lo < before.hi, after.lo < after.hi; {
+		case bok && aok:
+			fs[i] = before
+			fs = append(fs, after)
+		case bok:
+			fs[i] = before
+		case aok:
+			fs[i] = after
+		default:
+			fs[i].lo, fs[i].hi = 0, 0 // dropped below
+		}
+	}
+	t.noFits = slices.DeleteFunc(fs, func(f noFit) bool { return f.lo >= f.hi })
+	if len(t.noFits) > maxNoFits {
+		t.noFits = slices.Delete(t.noFits, 0, len(t.noFits)-maxNoFits)
 	}
 }
 
-// unknown trims from ranges the starts that a fact of this version rules
-// out for n nodes of all over d seconds, except those at or after apart,
-// whose windows overlap the span being moved: the facts count it as busy,
-// the search does not. ranges are sorted and disjoint, and so is the result
-// (in the same memory).
+// unknown trims from ranges the starts that a fact rules out for n nodes
+// of all over d seconds, except those at or after apart, whose windows
+// overlap the span being moved: the facts count it as busy, the search
+// does not. ranges are sorted and disjoint, and so is the result (in the
+// same memory).
 func (t *Timeline) unknown(ranges []timeRange, n int, d Duration, apart Time) []timeRange {
-	if len(t.noFits) == 0 || t.noFits[0].version != t.version {
+	if len(t.noFits) == 0 || len(ranges) == 0 {
+		return ranges
+	}
+	// The facts that can apply: for n nodes or fewer, d seconds or less,
+	// meeting the ranges' span before apart.
+	lo, hi := ranges[0].lo, min(ranges[len(ranges)-1].hi, apart)
+	fs := t.fitScratch[:0]
+	for _, f := range t.noFits {
+		if f.n <= n && f.d <= d && f.lo < hi && f.hi > lo {
+			fs = append(fs, f)
+		}
+	}
+	t.fitScratch = fs
+	if len(fs) == 0 {
 		return ranges
 	}
 	out := ranges[:0]
 	for _, r := range ranges {
 		for moved := true; moved && r.lo < min(r.hi, apart); {
 			moved = false
-			for _, f := range t.noFits {
-				if f.n <= n && f.d <= d && f.lo <= r.lo && f.hi > r.lo {
+			for _, f := range fs {
+				if f.lo <= r.lo && f.hi > r.lo {
 					r.lo, moved = min(f.hi, r.hi, apart), true
 				}
 			}

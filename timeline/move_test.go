@@ -104,15 +104,27 @@ func TestMoveEarlierPasses(t *testing.T) {
 	}
 	for _, sh := range shapes {
 		for seed := range sh.seeds {
-			t.Run(fmt.Sprintf("%s/%d", sh.name, seed), func(t *testing.T) {
-				movePasses(t, seed, sh.nodes, sh.steps, sh.dur, sh.plans, sh.anywhere, sh.skip)
-			})
+			for _, stale := range []bool{false, true} {
+				name := fmt.Sprintf("%s/%d", sh.name, seed)
+				if stale {
+					name = fmt.Sprintf("%s/stale/%d", sh.name, seed)
+				}
+				t.Run(name, func(t *testing.T) {
+					movePasses(t, seed, sh.nodes, sh.steps, sh.dur, sh.plans, sh.anywhere, sh.skip, stale)
+				})
+			}
 		}
 	}
 }
 
-// movePasses runs one scenario of TestMoveEarlierPasses.
-func movePasses(t *testing.T, seed uint64, maxNodes, steps, maxDur, plans int, anywhere, skip bool) {
+// movePasses runs one scenario of TestMoveEarlierPasses. With stale, a
+// pass asks MoveEarlier only of the plans it has not asked yet and of
+// those Stale reports, as conservative backfilling does (see Stale): those
+// reported before the pass, and those reported after a move that come
+// later in the pass; the others reported then wait for the next pass. Every
+// plan not asked must be one that Remove, EarliestFitBefore and Add leave
+// where it is.
+func movePasses(t *testing.T, seed uint64, maxNodes, steps, maxDur, plans int, anywhere, skip, stale bool) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	nodes := 4 + rng.IntN(maxNodes)
 	cfg := Config{}
@@ -129,6 +141,9 @@ func movePasses(t *testing.T, seed uint64, maxNodes, steps, maxDur, plans int, a
 	var jobs []*job
 	now := Time(0)
 	next := SpanID(1)
+	// With stale: the plans to ask in the pass, those to ask in the next,
+	// and those asked at least once.
+	ask, later, asked := map[SpanID]bool{}, map[SpanID]bool{}, map[SpanID]bool{}
 	for step := 0; step < steps; step++ {
 		now += Time(rng.IntN(5))
 		switch k := rng.IntN(plans + 2); {
@@ -176,12 +191,33 @@ func movePasses(t *testing.T, seed uint64, maxNodes, steps, maxDur, plans int, a
 		if skip && rng.IntN(3) > 0 {
 			continue
 		}
-		for _, j := range jobs {
+		place := make(map[SpanID]int, len(jobs))
+		for i, j := range jobs {
+			place[j.id] = i
+		}
+		if stale {
+			fast.Stale(func(id SpanID) { ask[id] = true })
+		}
+		for i, j := range jobs {
 			sp, _ := fast.Span(j.id)
 			if sp.Start <= now {
 				continue
 			}
-			got, ok := fast.MoveEarlier(j.id, j.req, now)
+			got, ok := sp, false
+			if !stale || ask[j.id] || !asked[j.id] {
+				got, ok = fast.MoveEarlier(j.id, j.req, now)
+				delete(ask, j.id)
+				asked[j.id] = true
+			}
+			if ok && stale {
+				fast.Stale(func(id SpanID) {
+					if k, in := place[id]; !in || k < i {
+						later[id] = true // the pass is past it
+					} else {
+						ask[id] = true
+					}
+				})
+			}
 			old, _ := slow.Span(j.id)
 			must(t, slow.Remove(j.id))
 			want, wok := old, false
@@ -193,6 +229,10 @@ func movePasses(t *testing.T, seed uint64, maxNodes, steps, maxDur, plans int, a
 				t.Fatalf("step %d: MoveEarlier(%d, %+v, %d) = %+v, %v; Remove, EarliestFitBefore, Add: %+v, %v", step, j.id, j.req, now, got, ok, want, wok)
 			}
 		}
+		for id := range later {
+			ask[id] = true
+		}
+		clear(later)
 	}
 }
 

@@ -213,11 +213,12 @@ type Timeline struct {
 	ranges  []timeRange
 	// skip is a span that queries count as gone, and skipUse its use per
 	// count dimension (see MoveEarlier); nil outside MoveEarlier.
-	// noFits are facts found at the current version (see noFit).
-	noFits  []noFit
-	skip    *span
-	skipUse []int64
-	amt     []int64 // MoveEarlier's plan.amt
+	// noFits are facts about where there is no room (see noFit).
+	noFits     []noFit
+	fitScratch []noFit // unknown's facts that may apply
+	skip       *span
+	skipUse    []int64
+	amt        []int64 // MoveEarlier's plan.amt
 	// Scratch of reach: per node, the first start after a freed area, the
 	// span starting there, and the last end before the area.
 	firstAt []Time
@@ -452,7 +453,7 @@ func (t *Timeline) Remove(id SpanID) error {
 	t.byID.Delete(s)
 	t.unindex(s)
 	t.count(s, s.start, s.end, -1)
-	delete(t.frees.memos, id)
+	t.forget(id)
 	t.freed(s.nodes, s.start, s.end)
 	// What the span held is now free: an Add of the same resources over
 	// the same window right after (a scheduler putting back a plan that
@@ -516,7 +517,7 @@ func (t *Timeline) Extend(id SpanID, end Time) error {
 // replace swaps old for a copy ending at end in every index.
 func (t *Timeline) replace(old *span, end Time) {
 	t.version++
-	delete(t.frees.memos, old.id) // it holds old, and old.end no longer holds
+	t.forget(old.id) // it holds old, and old.end no longer holds
 	ns := *old
 	ns.end = end
 	t.unindex(old)
