@@ -53,18 +53,7 @@ func r3Broker(t *testing.T, c *natstest.Cluster, first bool, mut ...func(*Option
 	}
 	o := Options{NatsURL: c.URL(), Creds: c.Creds, StateDir: dir, Replicas: 3, LeaseDuration: testLease, LeaseRenew: testRenew,
 		StartTimeout: 60 * time.Second, Logger: slog.New(slog.DiscardHandler)}
-	for _, m := range mut {
-		m(&o)
-	}
-	b, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Shutdown)
-	return b
+	return startWith(t, o, mut...)
 }
 
 // pause makes r's broker a paused process: it renews its lease no more,

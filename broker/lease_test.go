@@ -63,6 +63,13 @@ func (c *leaseCluster) broker(t *testing.T, first bool, mut ...func(*Options)) *
 	} else {
 		o.StateDir, o.Creds = t.TempDir(), c.creds
 	}
+	return startWith(t, o, mut...)
+}
+
+// startWith starts a broker on options o changed by mut, shut down when
+// the test ends.
+func startWith(t *testing.T, o Options, mut ...func(*Options)) *Broker {
+	t.Helper()
 	for _, m := range mut {
 		m(&o)
 	}
@@ -160,23 +167,8 @@ func TestLeaseOneActive(t *testing.T) {
 	}
 
 	sb := c.broker(t, false, func(o *Options) { o.Standby = true })
-	took := make(chan *Runtime, 1)
-	fail := make(chan error, 1)
-	go func() {
-		r, err := sb.RunInstances(leaseRes)
-		if err != nil {
-			fail <- err
-			return
-		}
-		took <- r
-	}()
-	select {
-	case <-took:
-		t.Fatal("the standby took over while the holder renews its lease")
-	case err := <-fail:
-		t.Fatal(err)
-	case <-time.After(3 * testLease):
-	}
+	w := startStandby(sb, leaseRes)
+	w.stillWaits(t, 3*testLease)
 	if !ra.lease.active() {
 		t.Fatal("the holder stopped acting while it renews its lease")
 	}
@@ -185,14 +177,7 @@ func TestLeaseOneActive(t *testing.T) {
 	if err := ra.Close(); err != nil {
 		t.Fatal(err)
 	}
-	var rs *Runtime
-	select {
-	case rs = <-took:
-	case err := <-fail:
-		t.Fatal(err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("the standby did not take over after the holder stopped")
-	}
+	rs := w.takeover(t, 10*time.Second)
 	defer rs.Close()
 	if d := time.Since(stopped); d > testLease {
 		t.Errorf("takeover after a clean stop took %s; the released lease should be taken at once", d)
@@ -567,23 +552,8 @@ func TestStandbyWritesNothingBeforeLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	sb := c.broker(t, false, func(o *Options) { o.Standby = true }, c.withAccountKey(t))
-	took := make(chan *Runtime, 1)
-	fail := make(chan error, 1)
-	go func() {
-		r, err := sb.RunInstances(leaseRes)
-		if err != nil {
-			fail <- err
-			return
-		}
-		took <- r
-	}()
-	select {
-	case <-took:
-		t.Fatal("the standby took over while the holder renews its lease")
-	case err := <-fail:
-		t.Fatal(err)
-	case <-time.After(3 * testLease):
-	}
+	w := startStandby(sb, leaseRes)
+	w.stillWaits(t, 3*testLease)
 	leaseSubj := "$KV." + MetaBucket + "." + store.LeaseKey
 	for name, seq := range last {
 		s, err := a.js.Stream(ctxT(t), name)
@@ -611,14 +581,7 @@ func TestStandbyWritesNothingBeforeLease(t *testing.T) {
 		t.Error("the waiting standby wrote its admin.creds")
 	}
 	ra.Close()
-	var rs *Runtime
-	select {
-	case rs = <-took:
-	case err := <-fail:
-		t.Fatal(err)
-	case <-time.After(20 * time.Second):
-		t.Fatal("the standby did not take over after the holder stopped")
-	}
+	rs := w.takeover(t, 20*time.Second)
 	defer rs.Close()
 	if _, err := os.Stat(sb.AdminCredsPath()); err != nil {
 		t.Errorf("the standby that took over has no admin.creds: %v", err)
@@ -667,30 +630,10 @@ func TestStandbyAcceptsOldConfigRecord(t *testing.T) {
 		t.Fatalf("a standby with other nodes against an old record: %v, want refused over nodes", err)
 	}
 	sb := c.broker(t, false, func(o *Options) { o.Standby = true; o.Admins = []string{"alice"}; o.PublicJobs = true })
-	took := make(chan *Runtime, 1)
-	fail := make(chan error, 1)
-	go func() {
-		r, err := sb.RunInstances(leaseRes)
-		if err != nil {
-			fail <- err
-			return
-		}
-		took <- r
-	}()
-	select {
-	case err := <-fail:
-		t.Fatalf("a standby refused over settings the old record lacks: %v", err)
-	case <-time.After(2 * testLease):
-	}
+	w := startStandby(sb, leaseRes)
+	w.stillWaits(t, 2*testLease)
 	ra.Close()
-	var rs *Runtime
-	select {
-	case rs = <-took:
-	case err := <-fail:
-		t.Fatal(err)
-	case <-time.After(20 * time.Second):
-		t.Fatal("the standby did not take over")
-	}
+	rs := w.takeover(t, 20*time.Second)
 	defer rs.Close()
 	e, err := kv.Get(ctxT(t), store.ConfigKey)
 	if err != nil {
@@ -703,4 +646,51 @@ func TestStandbyAcceptsOldConfigRecord(t *testing.T) {
 	if now.Admins == nil || *now.Admins != "alice" || now.PrivateData == nil || *now.PrivateData != "none" || now.KeepFinished == nil {
 		t.Errorf("the new active broker did not write the whole record: %s", e.Value())
 	}
+}
+
+// waitingStandby is a standby broker's RunInstances, run in the
+// background as it waits for the lease.
+type waitingStandby struct {
+	took chan *Runtime
+	fail chan error
+}
+
+func startStandby(sb *Broker, res Resources) *waitingStandby {
+	w := &waitingStandby{took: make(chan *Runtime, 1), fail: make(chan error, 1)}
+	go func() {
+		r, err := sb.RunInstances(res)
+		if err != nil {
+			w.fail <- err
+			return
+		}
+		w.took <- r
+	}()
+	return w
+}
+
+// stillWaits fails t unless the standby is still waiting after d: it
+// neither took over nor failed.
+func (w *waitingStandby) stillWaits(t *testing.T, d time.Duration) {
+	t.Helper()
+	select {
+	case <-w.took:
+		t.Fatal("the standby took over while the holder renews its lease")
+	case err := <-w.fail:
+		t.Fatalf("the waiting standby failed: %v", err)
+	case <-time.After(d):
+	}
+}
+
+// takeover waits up to d for the standby to take over.
+func (w *waitingStandby) takeover(t *testing.T, d time.Duration) *Runtime {
+	t.Helper()
+	select {
+	case r := <-w.took:
+		return r
+	case err := <-w.fail:
+		t.Fatal(err)
+	case <-time.After(d):
+		t.Fatalf("the standby did not take over within %s", d)
+	}
+	return nil
 }
