@@ -76,7 +76,7 @@ func TestRuntimeNodesDown(t *testing.T) {
 	}
 	// The requeued job runs again, on a node that is up (its start waits
 	// for the old process's exit, at most 30s: see Runtime.NodesDown).
-	deadline = time.Now().Add(40 * time.Second)
+	deadline = time.Now().Add(90 * time.Second)
 	for time.Now().Before(deadline) {
 		if data, _ := os.ReadFile(filepath.Join(work, "again.log")); strings.Count(string(data), "run on") == 2 {
 			break

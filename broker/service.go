@@ -372,6 +372,22 @@ func (s *Service) dispatch(op string, r micro.Request) {
 			err      error
 			panicked bool
 		)
+		// counted is called before the answer is sent, so that a client
+		// holding its answer finds the request in the statistics.
+		counted := func() {
+			s.count(op, func(st *opStats) {
+				st.InFlight--
+				st.Handled++
+				st.ProcessingTime += time.Since(start)
+				if err != nil {
+					st.Errors++
+					st.LastError = err.Error()
+				}
+				if panicked {
+					st.Panics++
+				}
+			})
+		}
 		if rk := replayKey(user, path, op, nats.Header(r.Headers())); rk != "" {
 			p, first := b.replays.begin(rk, start)
 			if first {
@@ -383,10 +399,13 @@ func (s *Service) dispatch(op string, r micro.Request) {
 				}
 				msg := b.replyMsg(reply, v, err)
 				b.replays.finish(rk, p, msg, keepReply(err))
+				counted()
 				b.publish(msg)
 			} else {
 				var msg *nats.Msg
-				if msg, err = waitReplay(b.ctx, p); err != nil {
+				msg, err = waitReplay(b.ctx, p)
+				counted()
+				if err != nil {
 					b.respond(reply, nil, err)
 				} else {
 					b.publish(&nats.Msg{Subject: reply, Data: msg.Data, Header: msg.Header})
@@ -398,20 +417,9 @@ func (s *Service) dispatch(op string, r micro.Request) {
 			if err != nil {
 				err = b.publicError(req, err, panicked)
 			}
+			counted()
 			b.respond(reply, v, err)
 		}
-		s.count(op, func(st *opStats) {
-			st.InFlight--
-			st.Handled++
-			st.ProcessingTime += time.Since(start)
-			if err != nil {
-				st.Errors++
-				st.LastError = err.Error()
-			}
-			if panicked {
-				st.Panics++
-			}
-		})
 	})
 }
 
