@@ -40,7 +40,7 @@ func (r *Runtime) arrayRecords(b *batch) map[instance.JobID]bool {
 		for i := range all {
 			all[i] = a + instance.JobID(i)
 		}
-		for _, j := range r.in.JobsByID(all) { // one walk of the queue, not one per task
+		for _, j := range r.in.JobRecords(all) { // no walk of the queue per task
 			if j.Spec.Array.Job != a || !untouched(j) {
 				continue
 			}

@@ -761,13 +761,14 @@ func (r *Runtime) output() output {
 	if len(r.dirtyJobs) > 0 || len(r.dirtyResvs) > 0 || len(r.dirtyNodes) > 0 || len(r.qp.recs) > 0 || len(r.qp.handouts) > 0 || r.idsDirty || len(r.extra) > 0 {
 		b := &batch{recs: make([]record, 0, len(r.dirtyJobs)+len(r.dirtyResvs)+len(r.qp.recs)), durable: make(chan struct{})}
 		inArray := r.arrayRecords(b)
-		// One walk of each queue for the places of all the pending
-		// jobs, not one per job: an array's tasks are a thousand.
+		// Records take no walk of the queue for a job's place: a
+		// change may touch a thousand jobs (an array), and a walk per
+		// submission slows every submission to a long queue.
 		ids := r.dirtyJobs
 		if len(inArray) > 0 {
 			ids = slices.DeleteFunc(slices.Clone(ids), func(id instance.JobID) bool { return inArray[id] })
 		}
-		for _, j := range r.in.JobsByID(ids) {
+		for _, j := range r.in.JobRecords(ids) {
 			id := j.ID
 			var m jobMeta
 			if mp := r.meta[id]; mp != nil {

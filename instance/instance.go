@@ -306,62 +306,28 @@ func (in *Instance) Job(id JobID) (Job, bool) {
 	return j.copy(), true
 }
 
-// JobsByID returns copies of the jobs of the tree that ids name, in the
-// order of ids, skipping those that do not exist. Job walks a pending
-// job's queue up to it for its place; this walks each queue once for all
-// the pending jobs of ids in it, so that copying the records of a change
-// that touches many jobs (an array's thousand tasks) takes time linear in
-// the queue, not quadratic.
-func (in *Instance) JobsByID(ids []JobID) []Job {
-	jobs := make([]*Job, 0, len(ids))
-	pending := map[*Instance]map[*Job]place{}
+// JobRecords returns copies of the jobs of the tree that ids name, in
+// the order of ids, skipping those that do not exist, as stored: with no
+// Wait (derived: the core computes it afresh, it is not state), only
+// its sentence in Reason, and so with no walk of the queue for a place.
+// The broker writes a record for every job a change touches, and a walk
+// per submission made a long queue slow every submission.
+func (in *Instance) JobRecords(ids []JobID) []Job {
+	out := make([]Job, 0, len(ids))
 	for _, id := range ids {
 		j, ok := in.sh.jobs[id]
 		if !ok {
 			continue
 		}
-		jobs = append(jobs, j)
+		var w *Wait
 		if j.State == Pending && j.inst != nil {
-			if pending[j.inst] == nil {
-				pending[j.inst] = map[*Job]place{}
-			}
-			pending[j.inst][j] = place{}
+			w = j.inst.waitOfAt(j, place{}, false)
 		}
-	}
-	for inst, want := range pending {
-		inst.placesOf(want)
-	}
-	out := make([]Job, len(jobs))
-	for i, j := range jobs {
-		out[i] = j.copyAt(pending[j.inst][j])
+		c := j.copyWith(w)
+		c.Wait = nil
+		out = append(out, c)
 	}
 	return out
-}
-
-// placesOf fills in the place of each pending job of want (this
-// instance's), as placeOf finds it, in one walk of the queue that stops
-// at the last of them.
-func (in *Instance) placesOf(want map[*Job]place) {
-	var p place
-	found := make(map[*Job]bool, len(want))
-	in.queue.Ascend(func(o *Job) bool {
-		p.pos++
-		if _, ok := want[o]; ok {
-			want[o] = place{pos: p.pos, ahead: p.ahead[:len(p.ahead):len(p.ahead)]}
-			if found[o] = true; len(found) == len(want) {
-				return false
-			}
-		}
-		if o.planned && len(p.ahead) < maxWaitJobs {
-			p.ahead = append(p.ahead, o.ID)
-		}
-		return true
-	})
-	for j := range want {
-		if !found[j] { // not queued: placeOf walks the whole queue
-			want[j] = p
-		}
-	}
 }
 
 // Jobs returns copies of the records of the jobs of this instance (not of

@@ -193,11 +193,21 @@ func (j *Job) copy() Job {
 
 // copyAt is copy for a job at place p of its instance's queue.
 func (j *Job) copyAt(p place) Job {
+	var w *Wait
+	if j.State == Pending && j.inst != nil {
+		w = j.inst.waitFor(j, p)
+	}
+	return j.copyWith(w)
+}
+
+// copyWith is copy for pending job j waiting as w says (nil for a job
+// that is not pending).
+func (j *Job) copyWith(w *Wait) Job {
 	c := *j
 	c.Wait = nil
-	if j.State == Pending && j.inst != nil {
-		c.Wait = j.inst.waitFor(j, p)
-		c.Reason = j.inst.pendingReason(j, c.Wait)
+	if w != nil {
+		c.Wait = w
+		c.Reason = j.inst.pendingReason(j, w)
 	}
 	c.Events = append([]Event(nil), j.Events...)
 	for i, e := range c.Events {

@@ -56,59 +56,59 @@ func TestJobsAndResvJobs(t *testing.T) {
 	}
 }
 
-// TestJobsByID: JobsByID copies each job exactly as Job does (the place
-// and wait of the pending ones included), in the order asked, across
-// instances, for queues of every shape, skipping IDs that do not exist.
-func TestJobsByID(t *testing.T) {
-	for _, seed := range []uint64{1, 2, 3, 4, 5, 6, 7, 8} {
-		rng := rand.New(rand.NewPCG(seed, 0))
-		in, err := New(Config{Nodes: names("n", 6)})
-		if err != nil {
-			t.Fatal(err)
+// TestJobRecords: JobRecords copies each job as Job does, but for Wait,
+// which it leaves out: the same sentence in Reason, the same everything
+// else.
+func TestJobRecords(t *testing.T) {
+	in, ids := queueOfEveryShape(t, 3)
+	got := in.JobRecords(append(slices.Clone(ids), 9999))
+	if len(got) != len(ids) {
+		t.Fatalf("%d records, want %d", len(got), len(ids))
+	}
+	waits := 0
+	for i, id := range ids {
+		want, _ := in.Job(id)
+		if want.Wait != nil {
+			waits++
 		}
-		alice := Actor{User: "alice"}
-		var ids []JobID
-		for i := range 40 {
-			path := "root"
-			if i > 0 && rng.IntN(5) == 0 {
-				path = "root.j1" // inside the first (batch) job
-			}
-			spec := Spec{Nodes: 1 + rng.IntN(3), Walltime: Duration(10 + rng.IntN(200)), Child: i == 0, Hold: rng.IntN(6) == 0}
-			if i == 0 {
-				spec.Nodes, spec.Walltime = 2, 1000
-			}
-			if rng.IntN(7) == 0 {
-				spec.Begin = Time(100 + rng.IntN(100))
-			}
-			id, err := in.Submit(Time(i), alice, path, spec)
-			if err != nil {
-				continue // e.g. too large for the batch job
-			}
-			ids = append(ids, id)
-		}
-		ask := append(slices.Clone(ids), 9999) // one that does not exist
-		rng.Shuffle(len(ask), func(a, b int) { ask[a], ask[b] = ask[b], ask[a] })
-		got := in.JobsByID(ask)
-		var want []Job
-		for _, id := range ask {
-			if j, ok := in.Job(id); ok {
-				want = append(want, j)
-			}
-		}
-		if len(got) != len(want) {
-			t.Fatalf("seed %d: %d jobs, want %d", seed, len(got), len(want))
-		}
-		pending := 0
-		for i := range want {
-			if want[i].State == Pending {
-				pending++
-			}
-			if !reflect.DeepEqual(got[i], want[i]) {
-				t.Errorf("seed %d: job %d:\n got %+v\nwant %+v", seed, want[i].ID, got[i].Wait, want[i].Wait)
-			}
-		}
-		if pending < 5 {
-			t.Errorf("seed %d: only %d pending jobs: the test does not test places", seed, pending)
+		want.Wait = nil
+		if !reflect.DeepEqual(got[i], want) {
+			t.Errorf("job %d:\n got %+v\nwant %+v", id, got[i], want)
 		}
 	}
+	if waits < 5 {
+		t.Errorf("only %d jobs wait: the test does not test reasons", waits)
+	}
+}
+
+// queueOfEveryShape is an instance whose queue holds running, planned,
+// held, begin-time and child-instance jobs, made from seed, and their IDs.
+func queueOfEveryShape(t *testing.T, seed uint64) (*Instance, []JobID) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 0))
+	in, err := New(Config{Nodes: names("n", 6)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := Actor{User: "alice"}
+	var ids []JobID
+	for i := range 40 {
+		path := "root"
+		if i > 0 && rng.IntN(5) == 0 {
+			path = "root.j1" // inside the first (batch) job
+		}
+		spec := Spec{Nodes: 1 + rng.IntN(3), Walltime: Duration(10 + rng.IntN(200)), Child: i == 0, Hold: rng.IntN(6) == 0}
+		if i == 0 {
+			spec.Nodes, spec.Walltime = 2, 1000
+		}
+		if rng.IntN(7) == 0 {
+			spec.Begin = Time(100 + rng.IntN(100))
+		}
+		id, err := in.Submit(Time(i), alice, path, spec)
+		if err != nil {
+			continue // e.g. too large for the batch job
+		}
+		ids = append(ids, id)
+	}
+	return in, ids
 }

@@ -98,6 +98,14 @@ func (in *Instance) places() map[*Job]place {
 // waitFor returns pending job j's wait, at place p of the queue, as the
 // latest pass left it.
 func (in *Instance) waitFor(j *Job, p place) *Wait {
+	return in.waitOfAt(j, p, true)
+}
+
+// waitOfAt is waitFor; without lists, it leaves out the jobs ahead that
+// hold the policy's places (WaitOrder's and WaitPriority's Jobs), which
+// can take a walk of the queue and which the sentence (pendingReason)
+// does not use.
+func (in *Instance) waitOfAt(j *Job, p place, lists bool) *Wait {
 	w := &Wait{Position: p.pos}
 	switch in.waitOf(j) {
 	case waitHeld:
@@ -115,9 +123,15 @@ func (in *Instance) waitFor(j *Job, p place) *Wait {
 	case waitArray:
 		w.Kind = WaitArray
 	case waitFCFS:
-		w.Kind, w.Jobs = WaitOrder, sortedIDs(p.ahead)
+		w.Kind = WaitOrder
+		if lists {
+			w.Jobs = sortedIDs(p.ahead)
+		}
 	case waitResources:
-		w.Kind, w.Jobs = WaitPriority, in.planned(j, p.ahead)
+		w.Kind = WaitPriority
+		if lists {
+			w.Jobs = in.planned(j, p.ahead)
+		}
 	case waitNoFit:
 		w.Kind = WaitNoFit
 		if in.resv != nil {
