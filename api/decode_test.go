@@ -93,7 +93,7 @@ func FuzzDecodeRequest(f *testing.F) {
 				continue
 			}
 			// What passes is within the limits.
-			l = l.normalized()
+			l = l.Normalized()
 			env := 0
 			for k, v := range req.Env {
 				env += len(k) + len(v) + 2

@@ -64,8 +64,8 @@ const (
 	MaxStates = 16
 )
 
-// normalized returns l with its defaults filled in.
-func (l Limits) normalized() Limits {
+// Normalized returns l with its defaults filled in.
+func (l Limits) Normalized() Limits {
 	if l.MaxWalltime <= 0 {
 		l.MaxWalltime = DefaultMaxWalltime
 	}
@@ -93,7 +93,7 @@ func (l Limits) Validate() error {
 // invalid_argument error that names the field, the limit and, for the
 // limits an administrator sets, how to change it. It never changes v.
 func (l Limits) Check(now time.Time, v any) error {
-	l = l.normalized()
+	l = l.Normalized()
 	switch r := v.(type) {
 	case *SubmitRequest:
 		return l.checkSubmit(now, r)

@@ -40,6 +40,15 @@ import (
 // the broker's age.
 const DefaultKeepFinished = 72 * time.Hour
 
+// keepFinished is how long ended jobs stay live: KeepFinished, or its
+// default.
+func (res Resources) keepFinished() time.Duration {
+	if res.KeepFinished == 0 {
+		return DefaultKeepFinished
+	}
+	return res.KeepFinished
+}
+
 // sweepBatch bounds the jobs one sweep step moves, so that the lock is
 // never held long.
 const sweepBatch = 1000
@@ -110,11 +119,7 @@ func (r *Runtime) openArchive(ctx context.Context) error {
 			return err
 		}
 	}
-	keep := r.res.KeepFinished
-	if keep == 0 {
-		keep = DefaultKeepFinished
-	}
-	r.arch = &archiver{keep: keep, max: r.res.KeepFinishedMax, stream: s, first: true, markersGone: time.Now(),
+	r.arch = &archiver{keep: r.res.keepFinished(), max: r.res.KeepFinishedMax, stream: s, first: true, markersGone: time.Now(),
 		started: make(chan struct{}), stop: make(chan struct{}), stopped: make(chan struct{})}
 	return nil
 }

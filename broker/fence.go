@@ -217,29 +217,18 @@ func (r *Runtime) config() store.Config {
 	}
 	slices.Sort(admins)
 	admins = slices.Compact(admins)
-	walltime := o.Limits.MaxWalltime
-	if walltime <= 0 {
-		walltime = api.DefaultMaxWalltime
-	}
-	env := o.Limits.MaxEnvBytes
-	if env <= 0 {
-		env = api.DefaultMaxEnvBytes
-	}
+	lim := o.Limits.Normalized()
 	private := "jobs"
 	if o.PublicJobs {
 		private = "none"
-	}
-	keep := r.res.KeepFinished
-	if keep == 0 {
-		keep = DefaultKeepFinished
 	}
 	return store.Config{
 		V: store.Version, Nodes: hostlist.Format(r.res.Nodes), QPUs: strings.Join(qpus, ","), Policy: r.res.Policy.Name,
 		DefaultWalltime: int64(r.res.DefaultWalltime / time.Second), MaxWalltime: int64(r.res.MaxWalltime / time.Second),
 		KillGrace: int64(r.res.KillGrace / time.Second),
-		Admins:    ptr(strings.Join(admins, ",")), WalltimeLimit: ptr(int64(walltime / time.Second)), MaxEnv: ptr(env),
+		Admins:    ptr(strings.Join(admins, ",")), WalltimeLimit: ptr(int64(lim.MaxWalltime / time.Second)), MaxEnv: ptr(lim.MaxEnvBytes),
 		MaxActivePerUser: ptr(o.MaxActivePerUser), MaxRequestsPerUser: ptr(o.MaxRequestsPerUser),
-		PrivateData: ptr(private), KeepFinished: ptr(int64(keep / time.Second)), KeepFinishedMax: ptr(r.res.KeepFinishedMax),
+		PrivateData: ptr(private), KeepFinished: ptr(int64(r.res.keepFinished() / time.Second)), KeepFinishedMax: ptr(r.res.KeepFinishedMax),
 	}
 }
 

@@ -84,6 +84,18 @@ func startWith(t *testing.T, o Options, mut ...func(*Options)) *Broker {
 	return b
 }
 
+// active starts the cluster's first broker and its runtime, which takes
+// the lease.
+func (c *leaseCluster) active(t *testing.T) (*Broker, *Runtime) {
+	t.Helper()
+	a := c.broker(t, true)
+	ra, err := a.RunInstances(leaseRes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, ra
+}
+
 // withAccountKey gives a broker of the cluster the account key, as a
 // site gives every broker host its keys (docs/cluster.md), so that it
 // can issue credentials.
@@ -148,11 +160,7 @@ func ctxT(t *testing.T) context.Context {
 // stops; the holder's clean stop releases the lease at once.
 func TestLeaseOneActive(t *testing.T) {
 	c := newLeaseCluster(t)
-	a := c.broker(t, true)
-	ra, err := a.RunInstances(leaseRes)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, ra := c.active(t)
 	id1, err := submitHeld(ctxT(t), ra)
 	if err != nil {
 		t.Fatal(err)
@@ -196,11 +204,7 @@ func TestLeaseOneActive(t *testing.T) {
 // once a renewal succeeds (nobody took over), it acts again.
 func TestLeaseStepDown(t *testing.T) {
 	c := newLeaseCluster(t)
-	a := c.broker(t, true)
-	ra, err := a.RunInstances(leaseRes)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, ra := c.active(t)
 	defer ra.Close()
 	if _, err := submitHeld(ctxT(t), ra); err != nil {
 		t.Fatal(err)
@@ -269,21 +273,13 @@ func TestLeaseStepDown(t *testing.T) {
 // and records are untouched.
 func TestFenceRefusesDeposedWrites(t *testing.T) {
 	c := newLeaseCluster(t)
-	a := c.broker(t, true)
-	ra, err := a.RunInstances(leaseRes)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, ra := c.active(t)
 	defer ra.Close()
 	if _, err := submitHeld(ctxT(t), ra); err != nil {
 		t.Fatal(err)
 	}
 	// Paused: no renewals, and a clock that believes in the lease.
-	close(ra.lease.stop)
-	<-ra.lease.stopped
-	ra.lease.mu.Lock()
-	ra.lease.validUntil = time.Now().Add(time.Hour)
-	ra.lease.mu.Unlock()
+	pause(ra)
 
 	sb := c.broker(t, false, func(o *Options) { o.Standby = true })
 	rs, err := sb.RunInstances(leaseRes)
@@ -326,17 +322,13 @@ func TestFenceRefusesDeposedWrites(t *testing.T) {
 // and changing nothing; one with the same configuration waits.
 func TestStandbyConfigMismatch(t *testing.T) {
 	c := newLeaseCluster(t)
-	a := c.broker(t, true)
-	ra, err := a.RunInstances(leaseRes)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, ra := c.active(t)
 	defer ra.Close()
 	other := leaseRes
 	other.Nodes = []string{"n0", "n1", "n2", "n3", "n4"}
 	other.Policy = instance.FCFS
 	sb := c.broker(t, false, func(o *Options) { o.Standby = true })
-	_, err = sb.RunInstances(other)
+	_, err := sb.RunInstances(other)
 	if err == nil {
 		t.Fatal("a standby with other nodes and policy started")
 	}
@@ -432,11 +424,7 @@ func TestStandbyConfigMismatch(t *testing.T) {
 // was killed.)
 func TestLeaseRenewalLandedUnanswered(t *testing.T) {
 	c := newLeaseCluster(t)
-	a := c.broker(t, true)
-	ra, err := a.RunInstances(leaseRes)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, ra := c.active(t)
 	defer ra.Close()
 	kv, err := a.js.KeyValue(ctxT(t), MetaBucket)
 	if err != nil {
@@ -489,17 +477,9 @@ func TestLeaseRenewalLandedUnanswered(t *testing.T) {
 // (Before, user add wrote the users bucket directly, unfenced.)
 func TestFenceRefusesDeposedUserWrites(t *testing.T) {
 	c := newLeaseCluster(t)
-	a := c.broker(t, true)
-	ra, err := a.RunInstances(leaseRes)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, ra := c.active(t)
 	defer ra.Close()
-	close(ra.lease.stop)
-	<-ra.lease.stopped
-	ra.lease.mu.Lock()
-	ra.lease.validUntil = time.Now().Add(time.Hour)
-	ra.lease.mu.Unlock()
+	pause(ra)
 
 	sb := c.broker(t, false, func(o *Options) { o.Standby = true }, c.withAccountKey(t))
 	rs, err := sb.RunInstances(leaseRes)
@@ -534,11 +514,7 @@ func TestFenceRefusesDeposedUserWrites(t *testing.T) {
 // admin user's record.)
 func TestStandbyWritesNothingBeforeLease(t *testing.T) {
 	c := newLeaseCluster(t)
-	a := c.broker(t, true)
-	ra, err := a.RunInstances(leaseRes)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, ra := c.active(t)
 	admin, _, err := a.user(ctxT(t), AdminUser)
 	if err != nil {
 		t.Fatal(err)
@@ -602,11 +578,7 @@ func TestStandbyWritesNothingBeforeLease(t *testing.T) {
 // record.
 func TestStandbyAcceptsOldConfigRecord(t *testing.T) {
 	c := newLeaseCluster(t)
-	a := c.broker(t, true)
-	ra, err := a.RunInstances(leaseRes)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, ra := c.active(t)
 	kv, err := a.js.KeyValue(ctxT(t), MetaBucket)
 	if err != nil {
 		t.Fatal(err)
