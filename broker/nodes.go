@@ -82,9 +82,14 @@ const orphanWait = 30 * time.Second
 // processes that the executor watches under the job's ID: the SIGKILL the
 // core sent ends them. Their exit is not the job's any more (reapExits
 // drops it), and a start of the same job, requeued, waits for it: the
-// executor refuses an ID it still watches. r.mu must be held.
+// executor refuses an ID it still watches. A start still in flight is
+// marked lost: what it starts is killed at once (see Runtime.start), as
+// the SIGKILL may have found nothing to kill yet. r.mu must be held.
 func (r *Runtime) orphan(jobs []instance.JobID) {
 	for _, id := range jobs {
+		if t := r.starting[id]; t != nil {
+			t.lost = true // its processes, once started, are orphans
+		}
 		if r.orphans[id] == nil {
 			r.orphans[id] = make(chan struct{})
 		}

@@ -5,12 +5,16 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/strata-hpc/strata/api"
 	"github.com/strata-hpc/strata/broker"
+	"github.com/strata-hpc/strata/broker/executor"
+	"github.com/strata-hpc/strata/instance"
+	"github.com/strata-hpc/strata/internal/hostlist"
 )
 
 // TestRuntimeNodesDown drives Runtime.NodesDown and NodesUp as the agent
@@ -37,6 +41,9 @@ func TestRuntimeNodesDown(t *testing.T) {
 	waitState(t, alice, plain.ID, api.JobRunning)
 	waitState(t, alice, again.ID, api.JobRunning)
 	pid := waitFile(t, filepath.Join(work, "plain.pid"))
+	// The core has the job running before its process runs: its first
+	// line must be there before its node goes down.
+	waitLine(t, filepath.Join(work, "again.log"))
 	var j api.Job
 	if err := alice.Call(ctx, api.OpJob, api.JobRequest{ID: plain.ID}, &plain); err != nil {
 		t.Fatal(err)
@@ -188,22 +195,147 @@ func TestNodeDrainAdminsOnly(t *testing.T) {
 	}
 }
 
+// gatedExec holds the start of one job until told to go on, so that a
+// test can take the job's node down while its start is in flight.
+type gatedExec struct {
+	executor.Executor
+	id      string
+	arrived chan struct{} // closed when the held start arrives
+	proceed chan struct{} // closed to let it go on
+}
+
+func (x *gatedExec) Start(s executor.Spec) (executor.Record, error) {
+	if s.ID == x.id {
+		x.id = "" // only the first start is held
+		close(x.arrived)
+		<-x.proceed
+	}
+	return x.Executor.Start(s)
+}
+
+// TestNodesDownDuringStart: a node goes down while the start of a job on
+// it is still in flight, so the core's SIGKILL finds no process yet. The
+// process that start makes is an orphan, killed at once, and the job,
+// requeued, runs again on a node that is up. (Without that the orphan
+// ran on, and the requeued start was refused as a duplicate after
+// orphanWait.)
+func TestNodesDownDuringStart(t *testing.T) {
+	dir := t.TempDir()
+	b := startBroker(t, dir)
+	local, err := executor.NewLocal(executor.LocalOptions{StateDir: filepath.Join(dir, "executor"), AllowRoot: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := &gatedExec{Executor: local, id: "1", arrived: make(chan struct{}), proceed: make(chan struct{})}
+	nodes, _ := hostlist.Parse("n[0-1]")
+	rt, err := b.RunInstances(broker.Resources{RunAsSelf: true, AllowRootJobs: true, Nodes: nodes,
+		Policy: instance.EASY, KillGrace: 500 * time.Millisecond, Executor: x})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancelAll(t, b)
+		rt.Close()
+	})
+	alice := userClient(t, b, "alice")
+	ctx := context.Background()
+	work := t.TempDir()
+	// The submission's reply waits for the start it leads to: it comes
+	// once the held start goes on.
+	submitted := make(chan error, 1)
+	go func() {
+		submitted <- alice.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 1, Walltime: 60, Cwd: work, Requeue: true,
+			Command: []string{"sh", "-c", "echo $$ >> pids; echo run on $STRATA_NODELIST >> runs; exec sleep 60"}}, nil)
+	}()
+	<-x.arrived
+	var j api.Job
+	if err := alice.Call(ctx, api.OpJob, api.JobRequest{ID: 1}, &j); err != nil {
+		t.Fatal(err)
+	}
+	first := j.Nodes
+	// NodesDown returns once its effects are carried out, the requeued
+	// start among them: the held start goes on once the core has moved
+	// the job.
+	downed := make(chan error, 1)
+	go func() { downed <- rt.NodesDown([]string{first}, "agent silent for 30s") }()
+	for j.Nodes == first && j.State == api.JobRunning {
+		time.Sleep(20 * time.Millisecond)
+		if err := alice.Call(ctx, api.OpJob, api.JobRequest{ID: j.ID}, &j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(x.proceed)
+	if err := <-downed; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-submitted; err != nil {
+		t.Fatal(err)
+	}
+
+	// The requeued run, on the node that is up. (The orphan, killed as
+	// it starts, may not get as far as its line.)
+	deadline := time.Now().Add(2 * orphanWaitForTest)
+	var runs string
+	for time.Now().Before(deadline) {
+		data, _ := os.ReadFile(filepath.Join(work, "runs"))
+		if runs = string(data); strings.Contains(runs, "run on "+j.Nodes+"\n") {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	next := j.Nodes
+	if err := alice.Call(ctx, api.OpJob, api.JobRequest{ID: j.ID}, &j); err != nil {
+		t.Fatal(err)
+	}
+	if j.State != api.JobRunning || j.Nodes == first || j.Nodes != next || strings.Contains(runs, "run on "+first) {
+		t.Errorf("requeued job: %s on %s (%s); runs %q", j.State, j.Nodes, j.Reason, runs)
+	}
+	// The orphan is dead: only the requeued run's process is alive.
+	var pids []byte
+	alive := 0
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		pids, _ = os.ReadFile(filepath.Join(work, "pids"))
+		alive = 0
+		for _, f := range strings.Fields(string(pids)) {
+			if pid, _ := strconv.Atoi(f); pid > 0 && processAlive(pid) {
+				alive++
+			}
+		}
+		if alive == 1 {
+			break
+		}
+	}
+	if alive != 1 {
+		t.Errorf("%d of the job's processes %q alive, want 1 (the requeued run)", alive, pids)
+	}
+}
+
+// orphanWaitForTest is the broker's orphanWait (30s), which bounds how
+// long a requeued start waits for the old processes' exit.
+const orphanWaitForTest = 30 * time.Second
+
 func waitFile(t *testing.T, path string) int {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	pid, err := strconv.Atoi(strings.TrimSpace(waitLine(t, path)))
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return pid
+}
+
+// waitLine waits until the file at path holds a whole line (a job's
+// process has got that far) and returns its contents.
+func waitLine(t *testing.T, path string) string {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		data, err := os.ReadFile(path)
-		if err == nil && strings.HasSuffix(string(data), "\n") {
-			var pid int
-			for _, c := range strings.TrimSpace(string(data)) {
-				pid = pid*10 + int(c-'0')
-			}
-			return pid
+		if data, err := os.ReadFile(path); err == nil && strings.HasSuffix(string(data), "\n") {
+			return string(data)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("%s never written", path)
-	return 0
+	return ""
 }
 
 // processAlive reports whether process pid exists (and is not a zombie

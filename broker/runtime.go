@@ -959,6 +959,7 @@ type startTask struct {
 	spec    executor.Spec
 	signals []syscall.Signal // sent by the core while the start was in flight
 	exited  bool             // the job's exit was applied while it was
+	lost    bool             // its node went down while it was (orphan)
 }
 
 // startJob prepares the start of a job; finish carries it out.
@@ -1058,6 +1059,16 @@ func (r *Runtime) start(t *startTask) output {
 		delete(r.starting, t.job)
 	}
 	switch {
+	case t.lost && err != nil:
+		// Nothing started: nothing for a start of the job, requeued, to
+		// wait for.
+		r.orphanGone(t.job)
+	case t.lost:
+		// The job ended with its node while this start was in flight:
+		// these processes are orphans, whose exit reapExits drops.
+		if err := r.exec.Signal(t.spec.ID, syscall.SIGKILL); err != nil && !errors.Is(err, executor.ErrNotRunning) {
+			r.b.log.Warn("cannot kill a lost job's processes", "job", t.job, "err", err)
+		}
 	case err != nil:
 		r.exited(r.now(), t.job, instance.Exit{Err: strings.TrimPrefix(err.Error(), "executor: ")})
 	case t.exited:
