@@ -94,6 +94,10 @@ func (in *Instance) syncSessions(now Time, why string) {
 // endReason says why the session k ends: what became of its holder.
 func (sh *shared) endReason(k qpu.SessionKey) string {
 	if id, isJob := JobOfPath(k.Path); isJob {
+		ss, _ := sh.qpu.Session(k)
+		if j := sh.jobs[id]; j != nil && (j.State == Pending || j.State == Running && qpuTime(j.Start) > ss.Opened) {
+			return fmt.Sprintf("the run of its job %d ended: the job was requeued", id)
+		}
 		if j := sh.jobs[id]; j != nil && j.State != Running {
 			return fmt.Sprintf("its job %d ended (%s)", id, j.State)
 		}

@@ -560,7 +560,7 @@ func (w *workload) checkQPU(before state) error {
 			if ended && got.State == api.QPUCompleted && (got.Result == nil || len(got.Result.Counts) == 0) {
 				return fmt.Errorf("QPU job %d completed after the restart without counts: %+v", q.ID, got)
 			}
-			if ended && got.State != api.QPUCompleted && !w.sessionEnded(c, got.Session) {
+			if ended && got.State != api.QPUCompleted && !w.sessionEnded(c, got) {
 				return fmt.Errorf("QPU job %d, %s before the stop, ended %s after it (%s), though its session %s did not end", q.ID, q.State, got.State, got.Reason, got.Session)
 			}
 			if ended {
@@ -575,14 +575,17 @@ func (w *workload) checkQPU(before state) error {
 	return nil
 }
 
-// sessionEnded reports whether the holder of QPU session path has ended:
-// a job (path ending in jID) or a reservation's instance.
-func (w *workload) sessionEnded(c *client.Client, path string) bool {
+// sessionEnded reports whether the session of QPU job q has ended: its
+// holder is a job (path ending in jID) whose run ended (it ended, or was
+// requeued by a DAT that killed it, whether or not it runs again), or a
+// reservation's instance that ended.
+func (w *workload) sessionEnded(c *client.Client, q api.QPUJob) bool {
 	ctx := context.Background()
-	last := path[strings.LastIndexByte(path, '.')+1:]
+	last := q.Session[strings.LastIndexByte(q.Session, '.')+1:]
 	if id, err := strconv.ParseUint(strings.TrimPrefix(last, "j"), 10, 64); err == nil && strings.HasPrefix(last, "j") {
 		var j api.Job
-		return c.Call(ctx, api.OpJob, api.JobRequest{ID: api.JobID(id)}, &j) == nil && j.State.Terminal()
+		return c.Call(ctx, api.OpJob, api.JobRequest{ID: api.JobID(id)}, &j) == nil &&
+			(j.State != api.JobRunning || j.StartTime.After(q.Submit))
 	}
 	var rv api.Resv
 	return c.Call(ctx, api.OpResvShow, api.ResvRequest{Name: last}, &rv) == nil && rv.State != "active"
