@@ -244,3 +244,45 @@ func must(t *testing.T, errs ...error) {
 		}
 	}
 }
+
+// TestSortHelpers checks the sorts moveRanges and reach use: ranges by lo,
+// gap segments by start (reach needs each node's segments in start order;
+// the tests of MoveEarlier's answers would not see a looser order that only
+// made the gaps wrong on rare layouts).
+func TestSortHelpers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 14))
+	for _, n := range []int{0, 1, 2, 3, 17, 64, 65, 300} {
+		for _, spread := range []Time{1, 5, 1 << 20, 1 << 41} { // 1<<41: the keys do not fit, the fallback sorts
+			t.Run(fmt.Sprintf("n=%d/spread=%d", n, spread), func(t *testing.T) {
+				ranges := make([]timeRange, n)
+				segs := make([]gapSeg, n)
+				for i := range n {
+					lo := Time(rng.Int64N(int64(spread)))
+					ranges[i] = timeRange{lo, lo + 1 + Time(rng.IntN(9))}
+					segs[i] = gapSeg{start: lo, end: lo + 1, lo: int32(i), hi: int32(i + 1), id: SpanID(i)}
+				}
+				sortRanges(ranges)
+				for i := 1; i < n; i++ {
+					if ranges[i-1].lo > ranges[i].lo {
+						t.Fatalf("sortRanges: %v before %v at %d", ranges[i-1], ranges[i], i)
+					}
+				}
+				var tl Timeline
+				got := tl.sortGapSegs(segs)
+				seen := make([]bool, n)
+				for i, sg := range got {
+					if i > 0 && got[i-1].start > sg.start {
+						t.Fatalf("sortGapSegs: start %d before %d at %d", got[i-1].start, sg.start, i)
+					}
+					if sg.end != sg.start+1 || int(sg.id) != int(sg.lo) || seen[sg.id] {
+						t.Fatalf("sortGapSegs: segment %+v changed or repeated", sg)
+					}
+					seen[sg.id] = true
+				}
+				if len(got) != n {
+					t.Fatalf("sortGapSegs: %d segments, want %d", len(got), n)
+				}
+			})
+		}
+	}
+}

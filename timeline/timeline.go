@@ -225,6 +225,7 @@ type Timeline struct {
 	firstBy []*span
 	floorAt []Time
 	gapSegs []gapSeg
+	gapTmp  []gapSeg // sortGapSegs's other buffer
 }
 
 // New returns an empty Timeline for cfg.
