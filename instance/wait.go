@@ -71,7 +71,7 @@ type place struct {
 func (in *Instance) placeOf(j *Job) place {
 	r, ok := in.queue.Rank(j)
 	if !ok {
-		// Not queued (it never is while pending): after the whole queue.
+		// Not in the queue, where every pending job is: after it.
 		r = in.queue.Len()
 	}
 	p := place{pos: r + 1}
