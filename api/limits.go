@@ -262,6 +262,12 @@ func checkResvUpdate(now time.Time, r *ResvUpdateRequest) error {
 			return err
 		}
 	}
+	switch {
+	case r.DurationS < 0 || r.DurationS > int64(MaxAhead/time.Second):
+		return Errorf(CodeInvalidArgument, "duration_s %d is out of range: give 1 to %d (%s), or 0 to leave the end alone", r.DurationS, int64(MaxAhead/time.Second), FormatLimit(MaxAhead))
+	case r.DurationS > 0 && !r.End.IsZero():
+		return Errorf(CodeInvalidArgument, "end and duration_s both set the end: give one")
+	}
 	if len(r.AddUsers) > MaxResvUsers || len(r.RemoveUsers) > MaxResvUsers {
 		return Errorf(CodeInvalidArgument, "an update adds or removes at most %d users; got %d and %d", MaxResvUsers, len(r.AddUsers), len(r.RemoveUsers))
 	}

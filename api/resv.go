@@ -102,6 +102,12 @@ type ResvUpdateRequest struct {
 	AddUsers    []string  `json:"add_users,omitempty"`
 	RemoveUsers []string  `json:"remove_users,omitempty"`
 	DryRun      bool      `json:"dry_run,omitempty"`
+	// DurationS sets the end to the start plus this many seconds: the
+	// reservation's start as the broker has it when it applies the
+	// change, or Start. Not with End. The broker reads the start under
+	// the lock it changes the end under, so that 'resv update
+	// --duration' is one request, with no window between the two.
+	DurationS int64 `json:"duration_s,omitempty"`
 }
 
 // OpResvPlan finds candidate windows for a reservation and what each would

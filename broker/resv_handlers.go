@@ -275,7 +275,7 @@ func (r *Runtime) resvUpdate(ctx context.Context, q Request) (any, error) {
 		}
 		u.NodeList = names
 	}
-	if u.Start == nil && u.End == nil && u.Nodes == 0 && u.NodeList == nil && len(u.AddUsers) == 0 && len(u.RemoveUsers) == 0 {
+	if u.Start == nil && u.End == nil && ur.DurationS == 0 && u.Nodes == 0 && u.NodeList == nil && len(u.AddUsers) == 0 && len(u.RemoveUsers) == 0 {
 		return nil, api.Errorf(api.CodeInvalidArgument, "update of reservation %s changes nothing: give a start, end, duration, nodes or users", ur.Name)
 	}
 	return r.do(ctx, func(now instance.Time) (any, error) {
@@ -286,6 +286,18 @@ func (r *Runtime) resvUpdate(ctx context.Context, q Request) (any, error) {
 			u.Start = &start
 			if u.End != nil {
 				end := *u.End + shift
+				u.End = &end
+			}
+		}
+		if ur.DurationS > 0 {
+			// From the start as it is now (or as this change sets it):
+			// read under the lock that the change is made under. An
+			// unknown name is left to the core to refuse.
+			if cur, ok := r.in.Resv(ur.Name); ok {
+				end := cur.Start + instance.Time(ur.DurationS)
+				if u.Start != nil {
+					end = *u.Start + instance.Time(ur.DurationS)
+				}
 				u.End = &end
 			}
 		}

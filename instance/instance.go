@@ -60,9 +60,13 @@ type Instance struct {
 	path  string
 	cfg   Config
 	tl    *timeline.Timeline
-	queue *btree.BTreeG[*Job] // pending jobs by priority; change it through enqueueJob and dequeueJob
-	run   map[JobID]*Job      // running jobs
-	nplan int                 // planned jobs
+	queue jobOrder       // pending jobs by priority; change it through enqueueJob and dequeueJob
+	run   map[JobID]*Job // running jobs
+	nplan int            // planned jobs
+	// plans are the planned jobs, in queue order: those ahead of a
+	// pending job are in its Wait, found without a walk of the queue.
+	// A job is in it exactly while j.planned (see placePlan and unplan).
+	plans jobOrder
 	// planUse counts, per node, the planned spans on it, and planSet is
 	// the nodes it counts, rebuilt when planStale: a job starting now
 	// prefers them (see startNodes).
@@ -219,7 +223,6 @@ func newInstance(cfg Config, parent *Instance, sh *shared) (*Instance, error) {
 		path:   cfg.Path,
 		cfg:    cfg,
 		tl:     tl,
-		queue:  btree.NewG(16, jobLess),
 		run:    make(map[JobID]*Job),
 		parent: parent,
 		sh:     sh,
@@ -335,19 +338,11 @@ func (in *Instance) JobRecords(ids []JobID) []Job {
 // all.
 func (in *Instance) Jobs(keep func(*Job) bool) []Job {
 	var out []Job
-	var places map[*Job]place // found in one walk of the queue, when needed
 	for _, j := range in.sh.jobs {
 		if j.inst != in || keep != nil && !keep(j) {
 			continue
 		}
-		if j.State != Pending {
-			out = append(out, j.copyAt(place{}))
-			continue
-		}
-		if places == nil {
-			places = in.places()
-		}
-		out = append(out, j.copyAt(places[j]))
+		out = append(out, j.copy())
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].ID < out[b].ID })
 	return out

@@ -139,12 +139,10 @@ func (in *Instance) delays(spec resv.Spec, plan ResvPlan, now Time, proj *projec
 		tl = in.tl.Clone()
 	}
 	var planned []*Job
-	in.queue.Ascend(func(j *Job) bool {
-		if j.planned {
-			planned = append(planned, j)
-			if spec.Maint {
-				tl.Remove(spanOf(j.ID))
-			}
+	in.plans.Ascend(func(j *Job) bool {
+		planned = append(planned, j)
+		if spec.Maint {
+			tl.Remove(spanOf(j.ID))
 		}
 		return true
 	})

@@ -342,6 +342,7 @@ func (in *Instance) placePlan(j *Job, t Time, nodes timeline.NodeSet) {
 	}
 	if !j.planned {
 		in.nplan++
+		in.plans.ReplaceOrInsert(j)
 	}
 	if in.cfg.Policy.Depth == Unlimited && !in.everyPlan {
 		in.listRecheck(j)
@@ -379,6 +380,7 @@ func (in *Instance) unplan(j *Job) {
 	j.PlannedStart = 0
 	j.nodeSet = timeline.NodeSet{}
 	in.nplan--
+	in.plans.Delete(j)
 }
 
 // compress moves planned jobs earlier, one at a time in order of planned
@@ -407,11 +409,9 @@ func (in *Instance) compress(now Time) {
 		return
 	}
 	planned := make([]*Job, 0, in.nplan)
-	in.queue.Ascend(func(j *Job) bool {
-		if j.planned {
-			planned = append(planned, j)
-		}
-		return len(planned) < in.nplan
+	in.plans.Ascend(func(j *Job) bool {
+		planned = append(planned, j)
+		return true
 	})
 	for _, i := range byStart(planned) {
 		j := planned[i]

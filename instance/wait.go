@@ -59,40 +59,30 @@ const maxWaitJobs = 16
 
 // place is where a pending job stands in its instance's queue: its
 // position (1 for the first) and the planned jobs ahead of it (at most
-// maxWaitJobs), found in one walk of the queue.
+// maxWaitJobs).
 type place struct {
 	pos   int
 	ahead []JobID
 }
 
-// placeOf walks the queue up to pending job j.
+// placeOf returns where pending job j stands, without a walk of the
+// queue: its rank in the queue's order and the first planned jobs before
+// it, read in O(log n + maxWaitJobs).
 func (in *Instance) placeOf(j *Job) place {
-	var p place
-	in.queue.Ascend(func(o *Job) bool {
-		p.pos++
-		if o == j {
+	r, ok := in.queue.Rank(j)
+	if !ok {
+		// Not in the queue, where every pending job is: after it.
+		r = in.queue.Len()
+	}
+	p := place{pos: r + 1}
+	in.plans.Ascend(func(o *Job) bool {
+		if !jobLess(o, j) {
 			return false
 		}
-		if o.planned && len(p.ahead) < maxWaitJobs {
-			p.ahead = append(p.ahead, o.ID)
-		}
-		return true
+		p.ahead = append(p.ahead, o.ID)
+		return len(p.ahead) < maxWaitJobs
 	})
 	return p
-}
-
-// places walks the whole queue once: the place of every pending job.
-func (in *Instance) places() map[*Job]place {
-	out := make(map[*Job]place, in.queue.Len())
-	var ahead []JobID
-	in.queue.Ascend(func(o *Job) bool {
-		out[o] = place{pos: len(out) + 1, ahead: ahead[:len(ahead):len(ahead)]}
-		if o.planned && len(ahead) < maxWaitJobs {
-			ahead = append(ahead, o.ID)
-		}
-		return true
-	})
-	return out
 }
 
 // waitFor returns pending job j's wait, at place p of the queue, as the
@@ -152,8 +142,8 @@ func (in *Instance) planned(j *Job, ahead []JobID) []JobID {
 		return sortedIDs(ahead)
 	}
 	var ids []JobID
-	in.queue.Ascend(func(o *Job) bool {
-		if o.planned && o != j {
+	in.plans.Ascend(func(o *Job) bool {
+		if o != j {
 			ids = append(ids, o.ID)
 		}
 		return len(ids) < maxWaitJobs

@@ -22,7 +22,7 @@ import (
 func writeMan(w io.Writer, app *cli.App) error {
 	m := &manWriter{w: w}
 	m.line(".nh")
-	m.line(".TH " + app.Name + " 8 \"\" \"" + roffQuoted(app.Name+" "+app.Version) + "\"")
+	m.line(".TH " + app.Name + " " + manSection + " \"\" \"" + roffQuoted(app.Name+" "+app.Version) + "\"")
 	m.line(".nh") // again: the man macros' .TH turns hyphenation back on
 	m.line(".SH NAME")
 	m.text(app.Name + " - " + app.Usage)
@@ -40,6 +40,15 @@ func writeMan(w io.Writer, app *cli.App) error {
 	m.commands(app.VisibleCommands(), 0)
 	return m.err
 }
+
+// manSection is the section of the page: 1, user commands. strata is
+// the program users type (submit, jobs, run, resv ...), and its admin
+// verbs are subcommands of that same program, as Slurm keeps scontrol
+// and sacctmgr, admin verbs and all, in section 1, and Flux all of
+// flux(1) down to flux-broker(1); both use section 8 only for daemons
+// the system starts on their own (slurmctld(8), slurmd(8)), and
+// strata's broker is not a program of its own but 'strata broker start'.
+const manSection = "1"
 
 // manWriter writes roff lines, keeping the first error.
 type manWriter struct {

@@ -53,6 +53,7 @@ func TestManRenders(t *testing.T) {
 		}
 	}
 	has("the name line", "strata - a hierarchical resource broker")
+	has("the header, in section 1 (user commands)", "strata(1)")
 	var walk func(path string, cmds []*cli.Command)
 	walk = func(path string, cmds []*cli.Command) {
 		for _, c := range cmds {

@@ -716,58 +716,58 @@ func readResvUpdateFlags(c *cli.Context) resvUpdateFlags {
 }
 
 // request turns the flags of resv update into a request for reservation
-// name. A --duration without --start is returned as fromStart, to be added
-// to the reservation's start (which only the broker knows); the request's
-// End is then zero. Errors are usage errors naming the flag.
-func (f resvUpdateFlags) request(name string, now time.Time) (r api.ResvUpdateRequest, fromStart time.Duration, err error) {
+// name. A --duration without --start goes as DurationS, which the broker
+// adds to the reservation's start (which only it knows): one request, and
+// no window between reading the start and setting the end. Errors are
+// usage errors naming the flag.
+func (f resvUpdateFlags) request(name string, now time.Time) (r api.ResvUpdateRequest, err error) {
 	r = api.ResvUpdateRequest{Name: name, DryRun: f.DryRun}
 	if f.Start != "" {
 		if r.Start, err = startTime(f.Start, now); err != nil {
-			return r, 0, err
+			return r, err
 		}
 		r.StartNow = r.Start.Unix() == now.Unix()
 	}
 	switch {
 	case f.End != "" && f.Duration != "":
-		return r, 0, usageErr(fmt.Errorf("--end and --duration exclude each other: give one"))
+		return r, usageErr(fmt.Errorf("--end and --duration exclude each other: give one"))
 	case f.End != "":
 		if r.End, err = when.ParseTime(f.End, now); err != nil {
-			return r, 0, flagErr("--end", err)
+			return r, flagErr("--end", err)
 		}
 		r.End = time.Unix(r.End.Unix(), 0).UTC()
 		if !r.Start.IsZero() && !r.End.After(r.Start) {
-			return r, 0, flagErr("--end", fmt.Errorf("%s is not after --start %s", fmtTime(r.End), fmtTime(r.Start)))
+			return r, flagErr("--end", fmt.Errorf("%s is not after --start %s", fmtTime(r.End), fmtTime(r.Start)))
 		}
 	case f.Duration != "":
 		secs, err := parseSeconds(f.Duration, "duration", false)
 		if err != nil {
-			return r, 0, flagErr("--duration", err)
+			return r, flagErr("--duration", err)
 		}
-		d := time.Duration(secs) * time.Second
 		if r.Start.IsZero() {
-			fromStart = d
+			r.DurationS = secs
 		} else {
-			r.End = r.Start.Add(d)
+			r.End = r.Start.Add(time.Duration(secs) * time.Second)
 		}
 	}
 	if r.Nodes, r.NodeList, err = nodeFlags(f.Nodes, f.NodesSet, f.NodeList); err != nil {
-		return r, 0, err
+		return r, err
 	}
 	if r.AddUsers, err = parseUserList(f.AddUsers); err != nil {
-		return r, 0, flagErr("--add-users", err)
+		return r, flagErr("--add-users", err)
 	}
 	if r.RemoveUsers, err = parseUserList(f.RemoveUsers); err != nil {
-		return r, 0, flagErr("--remove-users", err)
+		return r, flagErr("--remove-users", err)
 	}
 	for _, u := range r.AddUsers {
 		if slices.Contains(r.RemoveUsers, u) {
-			return r, 0, usageErr(fmt.Errorf("--add-users and --remove-users both name %s: give each user once", u))
+			return r, usageErr(fmt.Errorf("--add-users and --remove-users both name %s: give each user once", u))
 		}
 	}
-	if r.Start.IsZero() && r.End.IsZero() && fromStart == 0 && r.Nodes == 0 && r.NodeList == "" && len(r.AddUsers) == 0 && len(r.RemoveUsers) == 0 {
-		return r, 0, usageErr(fmt.Errorf("nothing to change: give --start, --end, --duration, --nodes, --nodelist, --add-users or --remove-users"))
+	if r.Start.IsZero() && r.End.IsZero() && r.DurationS == 0 && r.Nodes == 0 && r.NodeList == "" && len(r.AddUsers) == 0 && len(r.RemoveUsers) == 0 {
+		return r, usageErr(fmt.Errorf("nothing to change: give --start, --end, --duration, --nodes, --nodelist, --add-users or --remove-users"))
 	}
-	return r, fromStart, nil
+	return r, nil
 }
 
 func runResvUpdate(c *cli.Context) error {
@@ -775,7 +775,7 @@ func runResvUpdate(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	req, fromStart, err := readResvUpdateFlags(c).request(name, time.Now())
+	req, err := readResvUpdateFlags(c).request(name, time.Now())
 	if err != nil {
 		return err
 	}
@@ -784,13 +784,6 @@ func runResvUpdate(c *cli.Context) error {
 		return err
 	}
 	defer cl.Close()
-	if fromStart > 0 {
-		var cur api.Resv
-		if err := call(c, cl, api.OpResvShow, api.ResvRequest{Name: name}, &cur); err != nil {
-			return err
-		}
-		req.End = cur.Start.Add(fromStart)
-	}
 	var rv api.Resv
 	if err := call(c, cl, api.OpResvUpdate, req, &rv); err != nil {
 		return err

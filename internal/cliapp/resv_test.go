@@ -177,45 +177,43 @@ func TestResvCreateErrors(t *testing.T) {
 	}
 }
 
-func parseResvUpdate(t *testing.T, args ...string) (api.ResvUpdateRequest, time.Duration, error) {
+func parseResvUpdate(t *testing.T, args ...string) (api.ResvUpdateRequest, error) {
 	t.Helper()
 	var req api.ResvUpdateRequest
-	var fromStart time.Duration
 	err := parseCommand(t, resvCommand(), "update", func(c *cli.Context) error {
 		name, err := oneResvName(c)
 		if err != nil {
 			return err
 		}
-		req, fromStart, err = readResvUpdateFlags(c).request(name, testNow)
+		req, err = readResvUpdateFlags(c).request(name, testNow)
 		return err
 	}, append([]string{"resv", "update"}, args...)...)
-	return req, fromStart, err
+	return req, err
 }
 
 func TestResvUpdateRequest(t *testing.T) {
 	for _, tc := range []struct {
-		args      string
-		want      api.ResvUpdateRequest
-		fromStart time.Duration
+		args string
+		want api.ResvUpdateRequest
 	}{
-		{"physics --end 2026-12-04T03:00:00Z", api.ResvUpdateRequest{Name: "physics", End: utc("2026-12-04T03:00:00Z")}, 0},
+		{"physics --end 2026-12-04T03:00:00Z", api.ResvUpdateRequest{Name: "physics", End: utc("2026-12-04T03:00:00Z")}},
 		// --duration counts from the reservation's start, which only the
-		// broker knows, unless --start is given.
-		{"physics --duration 10h", api.ResvUpdateRequest{Name: "physics"}, 10 * time.Hour},
-		{"physics --start 2026-12-03T18:00:00Z --duration 10h", api.ResvUpdateRequest{Name: "physics", Start: utc("2026-12-03T18:00:00Z"), End: utc("2026-12-04T04:00:00Z")}, 0},
-		{"physics --start now --duration 2h", api.ResvUpdateRequest{Name: "physics", Start: testNow, End: testNow.Add(2 * time.Hour), StartNow: true}, 0},
-		{"physics --start noon", api.ResvUpdateRequest{Name: "physics", Start: utc("2026-12-02T12:00:00Z")}, 0},
-		{"physics --add-users dave,erin --remove-users bob --dry-run", api.ResvUpdateRequest{Name: "physics", AddUsers: []string{"dave", "erin"}, RemoveUsers: []string{"bob"}, DryRun: true}, 0},
-		{"--nodes 8 physics --json", api.ResvUpdateRequest{Name: "physics", Nodes: 8}, 0},
-		{"physics --nodelist n[0-3,7]", api.ResvUpdateRequest{Name: "physics", NodeList: "n[0-3,7]"}, 0},
+		// broker knows, unless --start is given: the broker adds it.
+		{"physics --duration 10h", api.ResvUpdateRequest{Name: "physics", DurationS: 36000}},
+		{"physics --start 2026-12-03T18:00:00Z --duration 10h", api.ResvUpdateRequest{Name: "physics", Start: utc("2026-12-03T18:00:00Z"), End: utc("2026-12-04T04:00:00Z")}},
+		{"physics --start now --duration 2h", api.ResvUpdateRequest{Name: "physics", Start: testNow, End: testNow.Add(2 * time.Hour), StartNow: true}},
+		{"physics --start noon", api.ResvUpdateRequest{Name: "physics", Start: utc("2026-12-02T12:00:00Z")}},
+		{"physics --add-users dave,erin --remove-users bob --dry-run", api.ResvUpdateRequest{Name: "physics", AddUsers: []string{"dave", "erin"}, RemoveUsers: []string{"bob"}, DryRun: true}},
+		{"--nodes 8 physics --json", api.ResvUpdateRequest{Name: "physics", Nodes: 8}},
+		{"physics --nodelist n[0-3,7]", api.ResvUpdateRequest{Name: "physics", NodeList: "n[0-3,7]"}},
 	} {
-		got, from, err := parseResvUpdate(t, splitArgs(tc.args)...)
+		got, err := parseResvUpdate(t, splitArgs(tc.args)...)
 		if err != nil {
 			t.Errorf("resv update %s: %v", tc.args, err)
 			continue
 		}
-		if !reflect.DeepEqual(got, tc.want) || from != tc.fromStart {
-			t.Errorf("resv update %s:\n got %+v, %v\nwant %+v, %v", tc.args, got, from, tc.want, tc.fromStart)
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("resv update %s:\n got %+v\nwant %+v", tc.args, got, tc.want)
 		}
 	}
 	for _, tc := range []struct{ args, want string }{
@@ -236,7 +234,7 @@ func TestResvUpdateRequest(t *testing.T) {
 		{"physics --remove-users bob,", "--remove-users"},
 		{"physics --add-users bob --remove-users bob", "--add-users and --remove-users"},
 	} {
-		_, _, err := parseResvUpdate(t, splitArgs(tc.args)...)
+		_, err := parseResvUpdate(t, splitArgs(tc.args)...)
 		if err == nil || exitCode(err) != 2 || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("resv update %s = %v (exit %d); want exit 2 naming %s", tc.args, err, exitCode(err), tc.want)
 		}

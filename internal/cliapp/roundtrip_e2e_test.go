@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -131,10 +132,16 @@ func (p *natsCounter) parse(r io.Reader) {
 }
 
 // TestCommandRoundTrips holds each everyday command to the round trips it
-// needs: one connection, one PING (the connect handshake's PONG is how
-// nats.go knows the server accepted the credentials) and one request per
-// call the command must make (run: submit, then wait). A lookup before the
-// request, a Flush or a reply subscription of its own would show here.
+// needs: one connection, at most one PING (a client that waits for the
+// connect handshake's PONG, as nats.go does, to know the server accepted
+// its credentials; one that sends its request behind CONNECT needs none)
+// and one request per call the command must make (run: submit, then
+// wait). A lookup before the request, a Flush or a request of its own
+// would show here.
+//
+// What is counted is what reaches the server, parsed from the bytes on
+// the connection by a proxy in front of it: the client's code is not
+// consulted, so the test holds whatever speaks the protocol for it.
 func TestCommandRoundTrips(t *testing.T) {
 	b := startE2EBroker(t, "--nodes", "node[0-3]", "--qpu", "qpu0:4", "--qpu-sim")
 	host, _, ok := strings.Cut(strings.TrimPrefix(b.uri, "strata://"), "/")
@@ -152,6 +159,10 @@ func TestCommandRoundTrips(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(b.work, "circuit.qasm"), []byte("h q0\nmeasure\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	script := filepath.Join(b.work, "rt.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\ntrue\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	qj := ""
 	for _, c := range []struct {
 		name string
@@ -165,33 +176,51 @@ func TestCommandRoundTrips(t *testing.T) {
 		{"jobs", []string{"jobs"}, nil, 1},
 		{"job show", []string{"job", "show", done}, nil, 1},
 		{"wait", []string{"wait", done}, nil, 1},
+		{"job why", []string{"job", "why", held}, nil, 1},
+		{"job update", []string{"job", "update", "-t", "2m", held}, nil, 1},
 		{"cancel", []string{"cancel", held}, nil, 1},
+		{"batch", []string{"batch", "--hold", "-t", "1m", script}, nil, 1},
+		{"acct", []string{"acct"}, nil, 1},
 		{"resv create", []string{"resv", "create", "--name", "rt", "--start", "+2h", "--duration", "1h", "--nodes", "1", "--users", "admin"}, nil, 1},
 		{"resv list", []string{"resv", "list"}, nil, 1},
 		{"resv show", []string{"resv", "show", "rt"}, nil, 1},
+		{"resv update", []string{"resv", "update", "--duration", "2h", "rt"}, nil, 1},
+		{"resv plan", []string{"resv", "plan", "--nodes", "1", "--duration", "1h"}, nil, 1},
 		{"uri", []string{"uri", "1"}, nil, 1},
 		{"resv delete", []string{"resv", "delete", "rt"}, nil, 1},
 		{"resource list", []string{"resource", "list"}, nil, 1},
+		{"resource gantt", []string{"resource", "gantt"}, nil, 1},
+		{"qpu status", []string{"qpu", "status"}, nil, 1},
+		{"qpu slots", []string{"qpu", "slots", "qpu0"}, nil, 1},
 		{"qpu submit", []string{"qpu", "submit", "--backend", "qpu0", "--shots", "10", "circuit.qasm"}, []string{"STRATA_JOBID=" + session}, 1},
+		{"qpu jobs", []string{"qpu", "jobs"}, nil, 1},
+		{"qpu show", []string{"qpu", "show", "QJ"}, nil, 1},
 		{"qpu result", []string{"qpu", "result", "--wait", "QJ"}, nil, 1},
+		{"qpu cancel", []string{"qpu", "cancel", "QJ"}, nil, 1},
+		{"qpu acct", []string{"qpu", "acct"}, nil, 1},
 	} {
-		args := c.args
-		if c.name == "qpu result" {
-			args = []string{"qpu", "result", "--wait", qj}
+		args := slices.Clone(c.args)
+		for i, a := range args {
+			if a == "QJ" {
+				args[i] = qj
+			}
 		}
 		p.take()
 		r := b.execAs("admin", append(c.env, "STRATA_URI="+uri), args...)
 		got := p.take()
 		t.Logf("%s: %v", c.name, got)
-		if r.code != 0 && c.name != "uri" { // job 1 is no instance: uri fails after its one request
+		// job 1 is no instance: uri fails after its one request; the QPU
+		// job has ended by the time it is cancelled: cancel fails after
+		// its one request.
+		if r.code != 0 && c.name != "uri" && c.name != "qpu cancel" {
 			t.Errorf("%s", r)
 			continue
 		}
 		if c.name == "qpu submit" {
 			qj = strings.TrimSpace(r.stdout)
 		}
-		if got.conns != 1 || got.pings != 1 || got.pubs != c.pubs {
-			t.Errorf("strata %s: sent %v; want 1 connection, 1 PING and %d request(s)", strings.Join(args, " "), got, c.pubs)
+		if got.conns != 1 || got.pings > 1 || got.pubs != c.pubs {
+			t.Errorf("strata %s: sent %v; want 1 connection, at most 1 PING and %d request(s)", strings.Join(args, " "), got, c.pubs)
 		}
 	}
 }

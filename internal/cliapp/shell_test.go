@@ -96,6 +96,11 @@ func TestMan(t *testing.T) {
 	if !strings.HasPrefix(out, ".nh\n.TH strata") {
 		t.Errorf("strata man is not a roff man page:\n%.200s", out)
 	}
+	// A user command's page: section 1, as sbatch(1), scontrol(1) and
+	// flux(1); 8 is for daemons.
+	if th := strings.Fields(strings.SplitN(out, "\n", 3)[1]); len(th) < 3 || th[2] != "1" {
+		t.Errorf("strata man: title line %q, want the page in section 1 (.TH strata 1 ...)", th)
+	}
 	// Commands are sections (.SH NAME), their subcommands subsections.
 	for _, c := range newApp().Commands {
 		if !c.Hidden && !strings.Contains(out, "\n.SH "+c.Name+"\n") && !strings.Contains(out, "\n.SH "+c.Name+",") {
