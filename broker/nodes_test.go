@@ -273,7 +273,7 @@ func TestNodesDownDuringStart(t *testing.T) {
 	}
 
 	// The requeued run, on the node that is up. (The orphan, killed as
-	// it starts, may not get as far as its line.)
+	// it starts, may or may not get as far as its line.)
 	deadline := time.Now().Add(2 * orphanWaitForTest)
 	var runs string
 	for time.Now().Before(deadline) {
@@ -287,7 +287,7 @@ func TestNodesDownDuringStart(t *testing.T) {
 	if err := alice.Call(ctx, api.OpJob, api.JobRequest{ID: j.ID}, &j); err != nil {
 		t.Fatal(err)
 	}
-	if j.State != api.JobRunning || j.Nodes == first || j.Nodes != next || strings.Contains(runs, "run on "+first) {
+	if j.State != api.JobRunning || j.Nodes == first || j.Nodes != next {
 		t.Errorf("requeued job: %s on %s (%s); runs %q", j.State, j.Nodes, j.Reason, runs)
 	}
 	// The orphan is dead: only the requeued run's process is alive.
