@@ -156,6 +156,7 @@ type Conn struct {
 	subscribed  bool          // the reply subscription was sent on nc
 	wantSub     bool          // it was sent on some connection: resend it on the next
 	pingsOut    int
+	pongs       []chan error // one per PING in flight, in order; nil for the timer's
 	pingTimer   *time.Timer
 	respPrefix  string // InboxPrefix.RANDOM.
 	resp        map[string]chan *Msg
@@ -454,6 +455,7 @@ func (c *Conn) ping() {
 		c.lost(c.gen, ErrStaleConnection)
 		return
 	}
+	c.pongs = append(c.pongs, nil)
 	c.write([]byte("PING\r\n"))
 	c.pingTimer.Reset(c.opts.PingInterval)
 }
@@ -493,6 +495,12 @@ func (c *Conn) read(gen int, nc net.Conn, br *bufio.Reader) {
 			c.mu.Lock()
 			if c.gen == gen {
 				c.pingsOut = 0
+				if len(c.pongs) > 0 {
+					if ch := c.pongs[0]; ch != nil {
+						ch <- nil
+					}
+					c.pongs = c.pongs[1:]
+				}
 			}
 			c.mu.Unlock()
 		case opInfo:
@@ -566,12 +574,13 @@ func (c *Conn) deliver(m *Msg) {
 }
 
 // lost starts a reconnection after connection gen failed. Lock held.
-func (c *Conn) lost(gen int, _ error) {
+func (c *Conn) lost(gen int, err error) {
 	if c.gen != gen || c.status != connected {
 		return
 	}
 	c.status = reconnecting
 	c.subscribed = false
+	c.failPongs(err)
 	c.nc.Close()
 	c.pingTimer.Stop()
 	c.reconnected = make(chan struct{})
@@ -647,6 +656,16 @@ func indexOf(pool []*server, s *server) int {
 	return -1
 }
 
+// connectedTo is the address of the server in use (for tests).
+func (c *Conn) connectedTo() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.status != connected {
+		return ""
+	}
+	return c.cur.addr
+}
+
 // IsConnected reports whether the connection is up (not reconnecting,
 // not closed).
 func (c *Conn) IsConnected() bool {
@@ -668,6 +687,7 @@ func (c *Conn) closeLocked() {
 		return
 	}
 	c.status = closed
+	c.failPongs(ErrConnectionClosed)
 	if c.nc != nil {
 		c.nc.Close()
 	}
@@ -681,6 +701,47 @@ func (c *Conn) closeLocked() {
 	if c.reconnected != nil {
 		close(c.reconnected)
 		c.reconnected = nil
+	}
+}
+
+// failPongs fails the Flushes that wait. Lock held.
+func (c *Conn) failPongs(err error) {
+	if err == nil {
+		err = ErrConnectionClosed
+	}
+	for _, ch := range c.pongs {
+		if ch != nil {
+			ch <- fmt.Errorf("nats: connection lost before PONG: %w", err)
+		}
+	}
+	c.pongs = nil
+}
+
+// Flush sends a PING and waits for its PONG: the server has then
+// processed everything sent before it. It fails if the connection is
+// lost or closed first, or if it is not up.
+func (c *Conn) Flush(ctx context.Context) error {
+	ch := make(chan error, 1)
+	c.mu.Lock()
+	switch c.status {
+	case closed:
+		c.mu.Unlock()
+		return ErrConnectionClosed
+	case reconnecting:
+		c.mu.Unlock()
+		return errors.New("nats: not connected (reconnecting)")
+	}
+	c.pongs = append(c.pongs, ch)
+	err := c.write([]byte("PING\r\n"))
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	select {
+	case err := <-ch:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

@@ -445,6 +445,9 @@ func TestClose(t *testing.T) {
 	if _, err := request(c, "svc.a", nil, nil); !errors.Is(err, ErrConnectionClosed) {
 		t.Errorf("request after Close: %v, want ErrConnectionClosed", err)
 	}
+	if err := c.Flush(context.Background()); !errors.Is(err, ErrConnectionClosed) {
+		t.Errorf("Flush after Close: %v, want ErrConnectionClosed", err)
+	}
 	if c.IsConnected() {
 		t.Error("IsConnected after Close")
 	}
@@ -500,4 +503,73 @@ func TestServerAddr(t *testing.T) {
 			t.Errorf("serverAddr(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
 		}
 	}
+}
+
+// A reply to a request sent before the connection was lost still comes,
+// through the server the client reconnected to: the reply subscription
+// is made again in the handshake, as nats.go does.
+func TestReplyAcrossReconnection(t *testing.T) {
+	e := newEnv(t, 2)
+	urls := e.c.URLs()
+	// The slow responder is on server 1; the client starts on server 0.
+	nc, err := nats.Connect(urls[1], nats.UserCredentials(e.c.Creds))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	got := make(chan *nats.Msg, 1)
+	if _, err := nc.Subscribe("svc.slow", func(m *nats.Msg) { got <- m }); err != nil {
+		t.Fatal(err)
+	}
+	nc.Flush()
+	o := e.options(t, nil)
+	o.NoRandomize = true
+	o.Servers = urls
+	c := connect(t, o)
+	// The interest of server 1's subscriber reaches server 0 through the
+	// route: wait for it.
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() {
+		for {
+			m, err := request(c, "svc.slow", nil, []byte("late"))
+			if errors.Is(err, ErrNoResponders) && time.Since(start) < deadline {
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			if err == nil && string(m.Data) != "late" {
+				err = errors.New("wrong reply " + string(m.Data))
+			}
+			done <- err
+			return
+		}
+	}()
+	var m *nats.Msg
+	select {
+	case m = <-got:
+	case <-time.After(deadline):
+		t.Fatal("the request did not reach the responder")
+	}
+	e.c.Kill(0)
+	for !c.IsConnected() || c.connectedTo() != strings.TrimPrefix(urls[1], "nats://") {
+		if time.Since(start) > deadline {
+			t.Fatal("did not reconnect to server 1")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// A round trip on the new connection (not a request, which would
+	// subscribe itself): the server has processed everything the client
+	// sent before it, the subscription included.
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	if err := c.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Respond([]byte("late")); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the reply sent after the reconnection: %v", err)
+	}
+	t.Logf("answered across the reconnection after %v", time.Since(start))
 }
