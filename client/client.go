@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -15,9 +16,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/strata-hpc/strata/api"
+	"github.com/strata-hpc/strata/internal/natsconn"
 )
 
 // DefaultTimeout is how long Call waits for a reply when its context has no
@@ -32,7 +32,7 @@ type options struct {
 	timeout        time.Duration
 	connectTimeout time.Duration
 	name           string
-	natsOpts       []nats.Option
+	inProcess      InProcessServer
 }
 
 // WithCreds connects with the credentials file at path (see the package
@@ -50,10 +50,20 @@ func WithConnectTimeout(d time.Duration) Option { return func(o *options) { o.co
 // "strata-client").
 func WithName(name string) Option { return func(o *options) { o.name = name } }
 
-// WithNATSOptions adds options to the underlying nats.Connect, after the
-// client's own (for example nats.InProcessServer to embed a broker).
-func WithNATSOptions(opts ...nats.Option) Option {
-	return func(o *options) { o.natsOpts = append(o.natsOpts, opts...) }
+// InProcessServer is a NATS server running in the client's own process:
+// the nats-server package's *server.Server is one.
+type InProcessServer interface {
+	InProcessConn() (net.Conn, error)
+}
+
+// WithInProcessServer connects to s through its in-process connection
+// instead of the URI's servers (what nats.InProcessServer does for
+// nats.go), for a program that embeds its NATS server and broker. The
+// URI still names the instance. (The client speaks NATS through package
+// natsconn, not nats.go, whose package initialisation every command of
+// the front end would pay for; see cmd/strata.)
+func WithInProcessServer(s InProcessServer) Option {
+	return func(o *options) { o.inProcess = s }
 }
 
 // Client is a connection to a Strata broker, aimed at one instance. At
@@ -65,7 +75,7 @@ type Client struct {
 
 // conn is the connection the Clients made by At share.
 type conn struct {
-	nc      *nats.Conn
+	nc      *natsconn.Conn
 	user    string
 	host    string
 	creds   string
@@ -99,21 +109,26 @@ func Dial(uri string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	auth, release := cr.auth()
+	userJWT, signNonce, release := cr.auth()
 	defer release()
 	c := &conn{user: cr.user, host: u.Host, creds: credsPath, timeout: o.timeout, waiters: map[string]map[*waiter]struct{}{}}
-	nopts := append([]nats.Option{
-		nats.Name(o.name),
-		auth,
-		nats.CustomInboxPrefix(api.RoleUser.InboxPrefix(cr.user)),
-		nats.Timeout(o.connectTimeout),
-		nats.ErrorHandler(c.asyncError),
-		// A lost server is replaced by another of the URI's at once: the
-		// calls' retries bound how long that may take.
-		nats.MaxReconnects(-1),
-		nats.ReconnectWait(reconnectWait),
-	}, o.natsOpts...)
-	nc, err := nats.Connect(u.NATSURL(), nopts...)
+	nopts := natsconn.Options{
+		Servers:        strings.Split(u.NATSURL(), ","),
+		Name:           o.name,
+		JWT:            userJWT,
+		Sign:           signNonce,
+		InboxPrefix:    api.RoleUser.InboxPrefix(cr.user),
+		ConnectTimeout: o.connectTimeout,
+		AsyncError:     c.asyncError,
+		// A lost server is replaced by another of the URI's at once (and
+		// forever): the calls' retries bound how long that may take.
+		ReconnectWait: reconnectWait,
+	}
+	if s := o.inProcess; s != nil {
+		nopts.Servers = nopts.Servers[:1]
+		nopts.Dial = func(string, time.Duration) (net.Conn, error) { return s.InProcessConn() }
+	}
+	nc, err := natsconn.Connect(nopts)
 	if err != nil {
 		return nil, c.connectError(err)
 	}
@@ -159,10 +174,10 @@ func DefaultCredsPath() (string, error) {
 
 func (c *conn) connectError(err error) error {
 	switch {
-	case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthExpired), errors.Is(err, nats.ErrAuthRevoked),
-		errors.Is(err, nats.ErrAccountAuthExpired):
+	case errors.Is(err, natsconn.ErrAuthorization), errors.Is(err, natsconn.ErrAuthExpired), errors.Is(err, natsconn.ErrAuthRevoked),
+		errors.Is(err, natsconn.ErrAccountAuthExpired):
 		return api.Errorf(api.CodeUnauthenticated, "the Strata broker at %s refused the credentials in %s (%w): they may be for another broker; ask an administrator for new ones", c.host, c.creds, err)
-	case errors.Is(err, nats.ErrNoServers):
+	case errors.Is(err, natsconn.ErrNoServers):
 		return api.Errorf(api.CodeUnavailable, "cannot reach the Strata broker at %s: is 'strata broker start' running? (%w)", c.host, err)
 	}
 	return api.Errorf(api.CodeUnavailable, "cannot connect to the Strata broker at %s: %w", c.host, err)
@@ -184,8 +199,8 @@ func refusedSubject(msg string) (string, bool) {
 
 // asyncError routes the server's permission errors to the calls they
 // concern, so that a refused publish fails at once instead of timing out.
-func (c *conn) asyncError(_ *nats.Conn, sub *nats.Subscription, err error) {
-	if !errors.Is(err, nats.ErrPermissionViolation) {
+func (c *conn) asyncError(err error) {
+	if !errors.Is(err, natsconn.ErrPermissionViolation) {
 		return
 	}
 	c.mu.Lock()
@@ -309,10 +324,10 @@ func (c *Client) call(ctx context.Context, subject, op string, req, resp any) er
 	defer cancel(nil)
 	defer c.conn.watch(subject, cancel)()
 
-	msg := &nats.Msg{Subject: subject, Data: data}
+	msg := &request{subject: subject, data: data}
 	if api.IsChange(op) {
-		msg.Header = nats.Header{}
-		msg.Header.Set(api.HeaderRequestKey, newRequestKey())
+		msg.header = natsconn.Header{}
+		msg.header.Set(api.HeaderRequestKey, newRequestKey())
 	}
 	start := time.Now()
 	wait := retryMin
@@ -321,11 +336,11 @@ func (c *Client) call(ctx context.Context, subject, op string, req, resp any) er
 		if err == nil {
 			return nil
 		}
-		if c.uri.Path != api.RootPath && errors.Is(err, nats.ErrNoResponders) && c.rootAnswers(ctx) {
+		if c.uri.Path != api.RootPath && errors.Is(err, natsconn.ErrNoResponders) && c.rootAnswers(ctx) {
 			// The broker is up and serves the root, so it serves every
 			// instance of its tree that exists: this one does not.
 			return api.Errorf(api.CodeNotFound, "no instance %s at %s: the broker there serves %s but not this instance; it has ended, or the path is wrong ('strata jobs' lists the running instances) (%w)",
-				c.uri.Path, c.conn.host, api.RootPath, nats.ErrNoResponders)
+				c.uri.Path, c.conn.host, api.RootPath, natsconn.ErrNoResponders)
 		}
 		var ae *api.Error
 		if !errors.As(err, &ae) || !api.Retryable(ae.Code) {
@@ -350,8 +365,15 @@ func (c *Client) call(ctx context.Context, subject, op string, req, resp any) er
 	}
 }
 
+// request is what every attempt of a call sends.
+type request struct {
+	subject string
+	header  natsconn.Header // nil without one
+	data    []byte
+}
+
 // attempt sends msg once and decodes the reply into resp.
-func (c *Client) attempt(ctx context.Context, msg *nats.Msg, op string, resp any) error {
+func (c *Client) attempt(ctx context.Context, msg *request, op string, resp any) error {
 	actx := ctx
 	if !blockingOps[op] {
 		var cancel context.CancelFunc
@@ -359,8 +381,7 @@ func (c *Client) attempt(ctx context.Context, msg *nats.Msg, op string, resp any
 		defer cancel()
 	}
 	start := time.Now()
-	m := *msg
-	reply, err := c.conn.nc.RequestMsgWithContext(actx, &m)
+	reply, err := c.conn.nc.Request(actx, msg.subject, msg.header, msg.data)
 	if err != nil {
 		return c.requestError(ctx, op, err, time.Since(start))
 	}
@@ -386,7 +407,7 @@ func (c *Client) rootAnswers(ctx context.Context) bool {
 	}
 	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	_, err = c.conn.nc.RequestWithContext(pctx, subject, nil)
+	_, err = c.conn.nc.Request(pctx, subject, nil, nil)
 	return err == nil
 }
 
@@ -406,7 +427,7 @@ func (c *Client) requestError(ctx context.Context, op string, err error, waited 
 	}
 	host, path := c.conn.host, c.uri.Path
 	switch {
-	case errors.Is(err, nats.ErrNoResponders):
+	case errors.Is(err, natsconn.ErrNoResponders):
 		if path == api.RootPath {
 			return api.Errorf(api.CodeUnavailable, "the Strata broker at %s does not serve %s yet: is it still starting? (%w)", host, path, err)
 		}
@@ -418,7 +439,7 @@ func (c *Client) requestError(ctx context.Context, op string, err error, waited 
 		return api.Errorf(api.CodeDeadlineExceeded, "no reply from %s at %s to %s within %v; it may still be carried out (%w)", path, host, op, waited.Round(time.Millisecond), err)
 	case errors.Is(err, context.Canceled):
 		return api.Errorf(api.CodeCanceled, "%s on %s cancelled (%w)", op, path, err)
-	case errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrConnectionDraining):
+	case errors.Is(err, natsconn.ErrConnectionClosed):
 		return api.Errorf(api.CodeUnavailable, "the connection to the Strata broker at %s is closed (%w)", host, err)
 	}
 	return api.Errorf(api.CodeUnavailable, "%s on %s at %s failed: %w", op, path, host, err)

@@ -11,7 +11,6 @@ import (
 	"sync"
 
 	"github.com/nats-io/jwt/v2"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 
 	"github.com/strata-hpc/strata/api"
@@ -164,13 +163,14 @@ func userClaims(tok string) (name string, tags []string, err error) {
 	return c.Name, c.Nats.Tags, nil
 }
 
-// auth is nats.UserCredentials for credentials already read. The first
+// auth is what nats.UserCredentials does, for credentials already read:
+// user returns the JWT, signNonce signs the server's nonce. The first
 // connection uses the JWT and key pair that Dial read; reconnections read
 // the file again and keep no key in memory, as nats.UserCredentials does.
 // The server's nonce is signed by sign, which costs a fresh process a
 // tenth of what the key pair's own Sign does. release wipes the key read
 // by Dial if no connection used it.
-func (c *creds) auth() (opt nats.Option, release func()) {
+func (c *creds) auth() (user func() (string, error), signNonce func([]byte) ([]byte, error), release func()) {
 	var mu sync.Mutex
 	first := c.key
 	release = func() {
@@ -182,7 +182,7 @@ func (c *creds) auth() (opt nats.Option, release func()) {
 			kp.Wipe()
 		}
 	}
-	user := func() (string, error) {
+	user = func() (string, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if first != nil {
@@ -195,7 +195,7 @@ func (c *creds) auth() (opt nats.Option, release func()) {
 		defer wipe(b)
 		return jwt.ParseDecoratedJWT(b)
 	}
-	signNonce := func(nonce []byte) ([]byte, error) {
+	signNonce = func(nonce []byte) ([]byte, error) {
 		mu.Lock()
 		kp := first
 		first = nil
@@ -214,7 +214,7 @@ func (c *creds) auth() (opt nats.Option, release func()) {
 		defer kp.Wipe()
 		return sign(kp, nonce)
 	}
-	return nats.UserJWT(user, signNonce), release
+	return user, signNonce, release
 }
 
 // wipe overwrites a buffer that held a seed, as nats.go does.

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/nats-io/jwt/v2"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 
 	"github.com/strata-hpc/strata/api"
@@ -87,23 +86,19 @@ func TestCredsAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opt, release := c.auth()
+	userJWT, signNonce, release := c.auth()
 	defer release()
-	var o nats.Options
-	if err := opt(&o); err != nil {
-		t.Fatal(err)
-	}
 	nonce := []byte("nonce")
 	for i, remove := range []bool{false, false, true} {
 		if remove {
 			os.Remove(p)
 		}
-		tok, err := o.UserJWT()
+		tok, err := userJWT()
 		if remove {
 			if err == nil {
 				t.Errorf("connection %d: got the JWT from a removed file", i)
 			}
-			if _, err := o.SignatureCB(nonce); err == nil {
+			if _, err := signNonce(nonce); err == nil {
 				t.Errorf("connection %d: signed with a key from a removed file", i)
 			}
 			continue
@@ -111,7 +106,7 @@ func TestCredsAuth(t *testing.T) {
 		if err != nil || tok != c.jwt {
 			t.Fatalf("connection %d: JWT %q, %v", i, tok, err)
 		}
-		sig, err := o.SignatureCB(nonce)
+		sig, err := signNonce(nonce)
 		if err != nil {
 			t.Fatalf("connection %d: sign: %v", i, err)
 		}

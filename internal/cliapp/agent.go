@@ -10,7 +10,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/strata-hpc/strata/broker/agent"
 	"github.com/strata-hpc/strata/internal/hostlist"
 	"github.com/strata-hpc/strata/internal/when"
 )
@@ -55,7 +54,7 @@ func runAgent(c *cli.Context) error {
 		}
 		nodes = append(nodes, ns...)
 	}
-	o := agent.Options{Nodes: nodes, Creds: connString(c, "creds"), Version: version, AllowRoot: c.Bool("allow-root-jobs")}
+	o := AgentOptions{Nodes: nodes, Creds: connString(c, "creds"), Version: version, AllowRoot: c.Bool("allow-root-jobs")}
 	o.URL = c.String("broker")
 	if o.URL == "" {
 		u, err := instanceURI(c)
@@ -88,9 +87,12 @@ func runAgent(c *cli.Context) error {
 		level = slog.LevelDebug
 	}
 	o.Log = slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level}))
+	if RunAgent == nil {
+		return runInBroker(c, "agent")
+	}
 	ctx, stop := signal.NotifyContext(ctxOf(c), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := agent.Run(ctx, o); err != nil {
+	if err := RunAgent(ctx, o); err != nil {
 		o.Log.Error("agent stopped", "err", err)
 		return err
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/strata-hpc/strata/broker/qpuexec"
 	"github.com/strata-hpc/strata/internal/when"
 )
 
@@ -65,12 +64,12 @@ type qpuExecutorFlags struct {
 	Args                   []string
 }
 
-// options turns the flags of qpu executor into qpuexec.Options for the
+// options turns the flags of qpu executor into QPUExecutorOptions for the
 // broker at url with the credentials file creds (Log is left to the
 // caller). lookPath finds the driver (exec.LookPath). Errors are usage
 // errors that name what to fix.
-func (f qpuExecutorFlags) options(url, creds string, lookPath func(string) (string, error)) (qpuexec.Options, error) {
-	o := qpuexec.Options{URL: url, Creds: creds, Backend: f.Backend, Sim: f.Sim, Seed: f.Seed}
+func (f qpuExecutorFlags) options(url, creds string, lookPath func(string) (string, error)) (QPUExecutorOptions, error) {
+	o := QPUExecutorOptions{URL: url, Creds: creds, Backend: f.Backend, Sim: f.Sim, Seed: f.Seed}
 	if !f.BackendSet {
 		return o, usageErr(fmt.Errorf("--backend: say which QPU backend this executor serves, as in --backend qpu0"))
 	}
@@ -142,7 +141,10 @@ func runQPUExecutor(c *cli.Context) error {
 		return err
 	}
 	o.Log = slog.New(slog.NewTextHandler(c.App.ErrWriter, nil))
+	if RunQPUExecutor == nil {
+		return runInBroker(c, "qpu executor")
+	}
 	ctx, stop := signal.NotifyContext(ctxOf(c), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return qpuexec.Run(ctx, o)
+	return RunQPUExecutor(ctx, o)
 }

@@ -32,8 +32,8 @@ func parseQPUExecutor(t *testing.T, creds string, args ...string) (qpuexec.Optio
 			Seed: c.Int64("seed"), SeedSet: c.IsSet("seed"),
 			Command: c.String("command"), CommandSet: c.IsSet("command"), Args: c.Args().Slice(),
 		}
-		var err error
-		o, err = f.options("strata://h:1/root", creds, lookPath)
+		fo, err := f.options("strata://h:1/root", creds, lookPath)
+		o = qpuexec.Options(fo) // the conversion that cmd/strata-broker makes
 		return err
 	}, append([]string{"qpu", "executor"}, args...)...)
 	return o, err

@@ -37,8 +37,10 @@ func TestFrontEndStatic(t *testing.T) {
 // TestFrontEndLinks reads the build information of the front end, built as
 // the README builds it: built with BuildTags, and linking none of the
 // modules whose initialisation every command would pay for and none uses:
-// the NATS server and the Prometheus client (the broker's), and the
-// Markdown renderers of urfave/cli's ToMan ('strata man' is writeMan).
+// the NATS server and the Prometheus client (the broker's), nats.go (its
+// encoders, WebSocket and compression support; the front end speaks NATS
+// through package natsconn, and its daemons run in strata-broker), and
+// the Markdown renderers of urfave/cli's ToMan ('strata man' is writeMan).
 func TestFrontEndLinks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the strata programs; skipped with -short")
@@ -57,7 +59,7 @@ func TestFrontEndLinks(t *testing.T) {
 		t.Errorf("the front end was built with tags %q, want %q", tags, BuildTags)
 	}
 	for _, d := range bi.Deps {
-		for _, unwanted := range []string{"github.com/nats-io/nats-server", "github.com/prometheus/", "github.com/russross/blackfriday", "github.com/cpuguy83/go-md2man"} {
+		for _, unwanted := range []string{"github.com/nats-io/nats-server", "github.com/nats-io/nats.go", "github.com/nats-io/nuid", "github.com/klauspost/compress", "github.com/prometheus/", "github.com/russross/blackfriday", "github.com/cpuguy83/go-md2man"} {
 			if strings.HasPrefix(d.Path, unwanted) {
 				t.Errorf("the front end links %s %s", d.Path, d.Version)
 			}
