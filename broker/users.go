@@ -94,9 +94,8 @@ func (b *Broker) unixAccount(name string) string {
 // are acknowledged. The runtime's users map is the authority on who
 // exists: only the lease holder writes the users bucket.
 //
-// A user-add reply record holds the new credentials (as the in-memory
-// replay does) for replayTTL: the store is readable only with the
-// broker's own account.
+// A user-add reply record does not hold the new credentials (the
+// in-memory replay does): see credsNotKept.
 
 // addUser records user fresh (see AddUser), replacing an existing user
 // only with req.Force.
