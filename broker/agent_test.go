@@ -423,9 +423,11 @@ func TestAgentRevoke(t *testing.T) {
 		t.Fatalf("job %s on %s, want running on n0", j.State, j.Nodes)
 	}
 
-	err := alice.Call(ctx, api.OpUserRevoke, api.UserRequest{Name: "a0"}, nil)
-	if ae := wantCode(t, err, api.CodePermissionDenied); !strings.Contains(ae.Message, "administrators") {
-		t.Errorf("a user's revoke of an agent: %v", ae)
+	for _, op := range []string{api.OpUserRevoke, api.OpUserDel} {
+		err := alice.Call(ctx, op, api.UserRequest{Name: "a0"}, nil)
+		if ae := wantCode(t, err, api.CodePermissionDenied); !strings.Contains(ae.Message, "administrators") {
+			t.Errorf("a user's %s of an agent: %v", op, ae)
+		}
 	}
 	var u api.User
 	if err := admin.Call(ctx, api.OpUserRevoke, api.UserRequest{Name: "a0"}, &u); err != nil {
@@ -537,5 +539,12 @@ func TestAgentNames(t *testing.T) {
 	}
 	if s := strings.Join(got, " "); s != "a0:agent:n0 admin:admin: bob:user:" {
 		t.Errorf("users after the refusals: %s", s)
+	}
+	// A deleted agent's name is free again, for an agent or a user.
+	if _, err := b.DeleteUser(ctx, "a0"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.AddUser(ctx, api.UserAddRequest{Name: "a0"}); err != nil {
+		t.Errorf("a user named like a deleted agent: %v", err)
 	}
 }
