@@ -548,3 +548,37 @@ func TestAgentNames(t *testing.T) {
 		t.Errorf("a user named like a deleted agent: %v", err)
 	}
 }
+
+// TestAgentRevokedNameRefused: a revoked agent's name is refused by the
+// broker itself, also to other credentials of that name the server still
+// takes (ones issued before agents were recorded, here minted without a
+// record), and after a restart, from the records; new credentials lift
+// it.
+func TestAgentRevokedNameRefused(t *testing.T) {
+	dir := t.TempDir()
+	b, rt, _ := agentRuntime(t, dir, "n0", 5*time.Minute)
+	ctx := context.Background()
+	agentCreds(t, b, "a0", "n0")
+	unrecorded, err := b.MintAgentCreds("a0", []string{"n0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy := saveCreds(t, "a0-legacy", string(unrecorded))
+	if _, err := b.RevokeUser(ctx, "a0"); err != nil {
+		t.Fatal(err)
+	}
+	if err := runAgentErr(t, b, legacy, "n0"); !errors.Is(err, agent.ErrRefused) || !strings.Contains(err.Error(), "credentials of agent a0 were revoked") {
+		t.Errorf("an agent named like a revoked one: %v, want refused as revoked", err)
+	}
+	rt.Close()
+	b.Shutdown()
+	b2, _, _ := agentRuntime(t, dir, "n0", 5*time.Minute)
+	if err := runAgentErr(t, b2, legacy, "n0"); !errors.Is(err, agent.ErrRefused) || !strings.Contains(err.Error(), "credentials of agent a0 were revoked") {
+		t.Errorf("after a restart, an agent named like a revoked one: %v, want refused as revoked", err)
+	}
+	rep, err := b2.AddUser(ctx, api.UserAddRequest{Name: "a0", Agent: true, Nodes: "n0", Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startAgent(t, b2, saveCreds(t, "a0-new", rep.Creds), t.TempDir(), "n0")
+}
