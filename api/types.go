@@ -459,7 +459,7 @@ type UserAddReply struct {
 // User is a user known to the broker. Credentials are never stored.
 type User struct {
 	Name    string    `json:"name"`
-	Role    string    `json:"role"`            // UserRoleUser or UserRoleAdmin
+	Role    string    `json:"role"`            // UserRoleUser, UserRoleAdmin or UserRoleAgent
 	Admin   bool      `json:"admin,omitempty"` // Role is admin (kept for older clients)
 	Created time.Time `json:"created,omitzero"`
 	// Key is the public key of the user's current credentials, by which
@@ -471,12 +471,18 @@ type User struct {
 	// user's own name, or what 'strata user add NAME --unix ACCOUNT'
 	// recorded.
 	Unix string `json:"unix,omitempty"`
+	// Nodes is, for a node agent (Role UserRoleAgent), the hostlist of
+	// the nodes its credentials may serve.
+	Nodes string `json:"nodes,omitempty"`
 }
 
-// The roles of users (User.Role).
+// The roles of users (User.Role). UserRoleAgent is a node agent's
+// credentials ('strata user add NAME --agent'), listed with the users so
+// that they can be revoked one by one.
 const (
 	UserRoleUser  = "user"
 	UserRoleAdmin = "admin"
+	UserRoleAgent = "agent"
 )
 
 // UsersReply lists the users known to the broker, by name.

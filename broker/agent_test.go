@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/strata-hpc/strata/api"
 	"github.com/strata-hpc/strata/broker"
 	"github.com/strata-hpc/strata/broker/agent"
@@ -381,4 +383,202 @@ func TestAgentNodeDown(t *testing.T) {
 func syscallAlive(pid string) bool {
 	_, err := os.Stat("/proc/" + pid)
 	return err == nil
+}
+
+// TestAgentRevoke: an admin revokes one node agent's credentials (a
+// stolen node) with 'user revoke': the server closes the agent's
+// connection and refuses a new one at once, its node goes down with the
+// reason (long before the node timeout), its job, which asked to be
+// requeued, runs again on the other agent's node, and the other agent
+// is not touched. A user may not revoke an agent. New credentials
+// (user add --agent --force) bring the node back.
+func TestAgentRevoke(t *testing.T) {
+	b, _, blog := agentRuntime(t, "", "n[0-1]", 5*time.Minute)
+	defer func() {
+		if t.Failed() {
+			t.Logf("broker log:\n%s", blog.String())
+		}
+	}()
+	creds0 := agentCreds(t, b, "a0", "n0")
+	a0 := startAgent(t, b, creds0, t.TempDir(), "n0")
+	defer a0.stop()
+	creds1 := agentCreds(t, b, "a1", "n1")
+	startAgent(t, b, creds1, t.TempDir(), "n1")
+	ctx := context.Background()
+	alice := userClient(t, b, "alice")
+	admin := dial(t, b, "root", b.AdminCredsPath())
+
+	// a0's credentials in use by another connection too: it is cut off.
+	closed := make(chan struct{})
+	rawConn(t, b, creds0, nats.CustomInboxPrefix(api.RoleAgent.InboxPrefix("a0")), nats.NoReconnect(),
+		nats.ClosedHandler(func(*nats.Conn) { close(closed) }))
+
+	work := t.TempDir()
+	var j api.Job
+	if err := alice.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 1, Walltime: 60, Cwd: work, Requeue: true,
+		Command: []string{"sh", "-c", `echo "$STRATA_NODENAME" >> ` + filepath.Join(work, "runs.log") + `; sleep 30`}}, &j); err != nil {
+		t.Fatal(err)
+	}
+	if j = jobState(t, alice, j.ID); j.State != api.JobRunning || j.Nodes != "n0" {
+		t.Fatalf("job %s on %s, want running on n0", j.State, j.Nodes)
+	}
+
+	for _, op := range []string{api.OpUserRevoke, api.OpUserDel} {
+		err := alice.Call(ctx, op, api.UserRequest{Name: "a0"}, nil)
+		if ae := wantCode(t, err, api.CodePermissionDenied); !strings.Contains(ae.Message, "administrators") {
+			t.Errorf("a user's %s of an agent: %v", op, ae)
+		}
+	}
+	var u api.User
+	if err := admin.Call(ctx, api.OpUserRevoke, api.UserRequest{Name: "a0"}, &u); err != nil {
+		t.Fatal(err)
+	}
+	if u.Role != api.UserRoleAgent || u.Nodes != "n0" || u.Key != "" {
+		t.Errorf("revoked agent: %+v", u)
+	}
+	revoked := time.Now()
+	select {
+	case <-closed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("a connection with the revoked agent credentials was not closed")
+	}
+	if _, err := nats.Connect(b.ClientURL(), nats.UserCredentials(creds0)); err == nil || !strings.Contains(strings.ToLower(err.Error()), "authorization") {
+		t.Errorf("a fresh connect with the revoked agent credentials: %v", err)
+	}
+	// The agent itself stops, saying why, instead of reconnecting
+	// forever.
+	select {
+	case err := <-a0.done:
+		a0.done <- err // for stop
+		if !errors.Is(err, agent.ErrRefused) || !strings.Contains(err.Error(), "revoked") {
+			t.Errorf("the revoked agent stopped with %v, want a refusal that says its credentials were revoked", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("the agent whose credentials were revoked still runs 30s later")
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var res api.ResourcesReply
+		if err := admin.Call(ctx, api.OpResources, nil, &res); err != nil {
+			t.Fatal(err)
+		}
+		n0, n1 := res.Nodes[0], res.Nodes[1]
+		j = jobState(t, alice, j.ID)
+		if n0.State == api.NodeDown && j.State == api.JobRunning && j.Nodes == "n1" {
+			if n0.Out == nil || !strings.Contains(n0.Out.DownReason, "credentials of agent a0 were revoked") {
+				t.Errorf("n0 down without the reason: %+v", n0.Out)
+			}
+			if n1.State == api.NodeDown {
+				t.Errorf("n1, of the other agent, is down: %+v", n1.Out)
+			}
+			t.Logf("n0 down and the job on n1 %s after the revoke", time.Since(revoked).Round(time.Millisecond))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("30s after the revoke: n0 %s (%+v), job %s on %s; want n0 down, the job running on n1", n0.State, n0.Out, j.State, j.Nodes)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var users api.UsersReply
+	if err := admin.Call(ctx, api.OpUsers, nil, &users); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range users.Users {
+		if u.Name == "a1" && (u.Role != api.UserRoleAgent || u.Key == "") {
+			t.Errorf("the other agent after the revoke: %+v", u)
+		}
+	}
+
+	// New credentials: the node serves again.
+	var rep api.UserAddReply
+	if err := admin.Call(ctx, api.OpUserAdd, api.UserAddRequest{Name: "a0", Agent: true, Nodes: "n0", Force: true}, &rep); err != nil {
+		t.Fatal(err)
+	}
+	startAgent(t, b, saveCreds(t, "a0-new", rep.Creds), t.TempDir(), "n0")
+	var res api.ResourcesReply
+	if err := admin.Call(ctx, api.OpResources, nil, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Nodes[0].State == api.NodeDown {
+		t.Errorf("n0 after its agent registered with new credentials: %+v", res.Nodes[0])
+	}
+}
+
+// TestAgentNames: agents and users share names, so one name is one or
+// the other, --force or not; an agent is added again only with --force;
+// and a user named like an agent cannot be revoked as one by mistake.
+func TestAgentNames(t *testing.T) {
+	b, _, _ := agentRuntime(t, "", "n[0-1]", 5*time.Second)
+	ctx := context.Background()
+	agentCreds(t, b, "a0", "n0")
+	addUser(t, b, "bob", false)
+	for _, tc := range []struct {
+		req  api.UserAddRequest
+		code api.Code
+		want string
+	}{
+		{api.UserAddRequest{Name: "a0", Agent: true, Nodes: "n0"}, api.CodeConflict, "agent a0 already exists; add --force"},
+		{api.UserAddRequest{Name: "a0"}, api.CodeConflict, "node agent's credentials"},
+		{api.UserAddRequest{Name: "a0", Force: true}, api.CodeConflict, "node agent's credentials"},
+		{api.UserAddRequest{Name: "bob", Agent: true, Nodes: "n1"}, api.CodeConflict, "is the name of a user"},
+		{api.UserAddRequest{Name: "bob", Agent: true, Nodes: "n1", Force: true}, api.CodeConflict, "is the name of a user"},
+		{api.UserAddRequest{Name: "a2", Agent: true, Nodes: "n1", Unix: "bob"}, api.CodeInvalidArgument, "drop --unix"},
+	} {
+		_, err := b.AddUser(ctx, tc.req)
+		if ae := wantCode(t, err, tc.code); !strings.Contains(ae.Message, tc.want) {
+			t.Errorf("add %+v: %q, want %q", tc.req, ae.Message, tc.want)
+		}
+	}
+	users, err := b.Users(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, u := range users {
+		got = append(got, u.Name+":"+u.Role+":"+u.Nodes)
+	}
+	if s := strings.Join(got, " "); s != "a0:agent:n0 admin:admin: bob:user:" {
+		t.Errorf("users after the refusals: %s", s)
+	}
+	// A deleted agent's name is free again, for an agent or a user.
+	if _, err := b.DeleteUser(ctx, "a0"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.AddUser(ctx, api.UserAddRequest{Name: "a0"}); err != nil {
+		t.Errorf("a user named like a deleted agent: %v", err)
+	}
+}
+
+// TestAgentRevokedNameRefused: a revoked agent's name is refused by the
+// broker itself, also to other credentials of that name the server still
+// takes (ones issued before agents were recorded, here minted without a
+// record), and after a restart, from the records; new credentials lift
+// it.
+func TestAgentRevokedNameRefused(t *testing.T) {
+	dir := t.TempDir()
+	b, rt, _ := agentRuntime(t, dir, "n0", 5*time.Minute)
+	ctx := context.Background()
+	agentCreds(t, b, "a0", "n0")
+	unrecorded, err := b.MintAgentCreds("a0", []string{"n0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy := saveCreds(t, "a0-legacy", string(unrecorded))
+	if _, err := b.RevokeUser(ctx, "a0"); err != nil {
+		t.Fatal(err)
+	}
+	if err := runAgentErr(t, b, legacy, "n0"); !errors.Is(err, agent.ErrRefused) || !strings.Contains(err.Error(), "credentials of agent a0 were revoked") {
+		t.Errorf("an agent named like a revoked one: %v, want refused as revoked", err)
+	}
+	rt.Close()
+	b.Shutdown()
+	b2, _, _ := agentRuntime(t, dir, "n0", 5*time.Minute)
+	if err := runAgentErr(t, b2, legacy, "n0"); !errors.Is(err, agent.ErrRefused) || !strings.Contains(err.Error(), "credentials of agent a0 were revoked") {
+		t.Errorf("after a restart, an agent named like a revoked one: %v, want refused as revoked", err)
+	}
+	rep, err := b2.AddUser(ctx, api.UserAddRequest{Name: "a0", Agent: true, Nodes: "n0", Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startAgent(t, b2, saveCreds(t, "a0-new", rep.Creds), t.TempDir(), "n0")
 }

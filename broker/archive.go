@@ -197,6 +197,16 @@ func (r *Runtime) sweeper() {
 				break
 			}
 		}
+		for {
+			n, err := r.sweepSessions(ctx)
+			if err != nil {
+				r.b.log.Error("cannot drop closed QPU sessions; they stay and the next sweep tries again", "err", err)
+				break
+			}
+			if n < sweepBatch {
+				break
+			}
+		}
 		if a.purged > 0 && time.Since(a.markersGone) > markerAge {
 			// The purges left a marker per key, which every restore
 			// would read; markers older than markerAge go.
@@ -216,7 +226,7 @@ func (r *Runtime) sweeper() {
 // own; tests and tools call it to not wait.
 func (r *Runtime) Sweep(ctx context.Context) (int, error) {
 	total := 0
-	for _, sweep := range []func(context.Context) (int, error){r.sweep, r.sweepHistory} {
+	for _, sweep := range []func(context.Context) (int, error){r.sweep, r.sweepHistory, r.sweepSessions} {
 		for {
 			n, err := sweep(ctx)
 			total += n

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -296,4 +297,108 @@ func (r *Runtime) withArchived(ctx context.Context, since time.Time, qjobs []qpu
 		return true, nil
 	})
 	return qjobs, rvs, err
+}
+
+// withArchivedSlotJobs adds to jobs, the live jobs that held QPU slots,
+// those the archive holds that did (archived since since: a job is
+// archived after it ends, so one that ended before since held no slots
+// after it), each once: without them QPU accounting would lose the
+// slot-hours of every job past its retention. Records that cannot hold
+// slots are skipped before they are decoded: jobs asking for QPU slots
+// are few among those of a long archive.
+func (r *Runtime) withArchivedSlotJobs(ctx context.Context, since time.Time, jobs []instance.Job) ([]instance.Job, error) {
+	live := map[instance.JobID]bool{}
+	for _, j := range jobs {
+		live[j.ID] = true
+	}
+	err := r.scanArchive(ctx, []string{store.ArchiveJobsSubject}, since, func(msg jetstream.Msg) (bool, error) {
+		data := msg.Data()
+		// Version 2 records name the slots "qpu", version 1 "Slots".
+		if !bytes.Contains(data, []byte(`"qpu"`)) && !bytes.Contains(data, []byte(`"Slots":{`)) {
+			return true, nil
+		}
+		j, _, err := store.DecodeArchivedJob(msg.Subject(), data)
+		if err != nil {
+			return false, err
+		}
+		if j.Start != 0 && len(j.Spec.Slots) > 0 && !live[j.ID] {
+			jobs = append(jobs, j)
+			live[j.ID] = true
+		}
+		return true, nil
+	})
+	return jobs, err
+}
+
+// sweepSessions drops the records of closed QPU sessions past the
+// retention (Resources.KeepFinished from their close), or beyond
+// KeepFinishedMax closed ones, oldest first, at most sweepBatch: every
+// QPU-holding job opens one, so without this the QPU bucket would grow
+// with every such job ever run. The core drops only sessions of job
+// instances whose job record is gone (archived) and that no QPU job
+// record refers to (see instance.ForgetQPUSessions): their keys can
+// never be opened again, so purging the stored record races with
+// nothing. They are not archived: what accounting needs of them (QPU
+// seconds per session, slot-hours per job) is in the archived QPU jobs
+// and jobs. It returns how many sessions it looked at.
+func (r *Runtime) sweepSessions(ctx context.Context) (int, error) {
+	a := r.arch
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return 0, nil
+	}
+	now := r.now()
+	qcut := qpu.Time(int64(now-instance.Time(a.keep/time.Second)) * 1000)
+	var closed []qpu.Session
+	for _, ss := range r.in.QPU().Sessions() {
+		if !ss.Open() {
+			closed = append(closed, ss)
+		}
+	}
+	sort.SliceStable(closed, func(x, y int) bool { return closed[x].Closed < closed[y].Closed })
+	var keys []qpu.SessionKey
+	for i, ss := range closed {
+		if ss.Closed >= qcut && (a.max <= 0 || len(closed)-i <= a.max) {
+			break
+		}
+		keys = append(keys, ss.Key)
+		if len(keys) == sweepBatch {
+			break
+		}
+	}
+	var gone []qpu.Session
+	if len(keys) > 0 {
+		out, err := r.in.Step(now, instance.ForgetQPUSessions{Keys: keys})
+		if err != nil {
+			r.mu.Unlock()
+			return 0, fmt.Errorf("broker: forget closed QPU sessions: %w", coreError(err))
+		}
+		gone = out.Sessions
+	}
+	if len(gone) == 0 {
+		r.mu.Unlock()
+		return len(keys), nil
+	}
+	// Every earlier write of their records durable before the purge.
+	barrier := &batch{durable: make(chan struct{})}
+	r.commits.add(barrier)
+	r.mu.Unlock()
+	if err := barrier.wait(ctx); err != nil {
+		return 0, fmt.Errorf("broker: forget closed QPU sessions: %w", err)
+	}
+	msgs := make([]*nats.Msg, 0, len(gone))
+	for _, ss := range gone {
+		msgs = append(msgs, purgeMsg(QPUBucket, store.QPUSessionKey(ss.Key)))
+	}
+	if err := r.publishFenced(ctx, QPUBucket, msgs); err != nil {
+		if errors.Is(err, errFenced) {
+			r.fencedOut(err)
+		}
+		return 0, fmt.Errorf("broker: purge closed QPU sessions: %w", err)
+	}
+	r.b.log.Debug("dropped closed QPU sessions", "sessions", len(gone))
+	return len(keys), nil
 }

@@ -342,32 +342,32 @@ func (b *Broker) MintAgentCreds(name string, nodes []string) ([]byte, error) {
 	return b.id.mint(grant{role: api.RoleAgent, name: name, nodes: nodes})
 }
 
-// addAgent mints node agent credentials for req: for the nodes of
-// req.Nodes (a hostlist), or for the node named like the agent.
-func (b *Broker) addAgent(req api.UserAddRequest) (api.UserAddReply, error) {
+// agentNodes checks a request for node agent credentials and returns the
+// nodes they serve: those of req.Nodes (a hostlist), or the node named
+// like the agent.
+func agentNodes(req api.UserAddRequest) ([]string, error) {
 	if req.Admin || req.Executor {
-		return api.UserAddReply{}, api.Errorf(api.CodeInvalidArgument, "agent credentials cannot also be admin or executor credentials; give --agent alone")
+		return nil, api.Errorf(api.CodeInvalidArgument, "agent credentials cannot also be admin or executor credentials; give --agent alone")
+	}
+	if req.Unix != "" {
+		return nil, api.Errorf(api.CodeInvalidArgument, "agent credentials run no jobs of their own, so they take no Unix account; drop --unix")
 	}
 	if err := api.RoleAgent.Validate(req.Name); err != nil {
-		return api.UserAddReply{}, err
+		return nil, err
 	}
 	nodes := []string{req.Name}
 	if req.Nodes != "" {
 		var err error
 		if nodes, err = hostlist.Parse(req.Nodes); err != nil {
-			return api.UserAddReply{}, api.Errorf(api.CodeInvalidArgument, "--nodes %q: %v", req.Nodes, err)
+			return nil, api.Errorf(api.CodeInvalidArgument, "--nodes %q: %v", req.Nodes, err)
 		}
 	}
 	for _, n := range nodes {
 		if err := api.ValidateNode(n); err != nil {
-			return api.UserAddReply{}, err
+			return nil, err
 		}
 	}
-	creds, err := b.MintAgentCreds(req.Name, nodes)
-	if err != nil {
-		return api.UserAddReply{}, err
-	}
-	return api.UserAddReply{Name: req.Name, Creds: string(creds), Nodes: hostlist.Format(nodes)}, nil
+	return nodes, nil
 }
 
 // AddUser records a user in the users bucket and returns fresh credentials
@@ -377,10 +377,13 @@ func (b *Broker) addAgent(req api.UserAddRequest) (api.UserAddReply, error) {
 // req.Force, which issues new credentials and revokes the old ones (see
 // RevokeUser; with an embedded server).
 func (b *Broker) AddUser(ctx context.Context, req api.UserAddRequest) (api.UserAddReply, error) {
+	var nodes []string
 	if req.Agent {
-		return b.addAgent(req)
-	}
-	if req.Executor {
+		var err error
+		if nodes, err = agentNodes(req); err != nil {
+			return api.UserAddReply{}, err
+		}
+	} else if req.Executor {
 		// Executors are not users: nothing is recorded, and their
 		// credentials only speak the executor protocol.
 		if req.Admin {
@@ -417,11 +420,19 @@ func (b *Broker) AddUser(ctx context.Context, req api.UserAddRequest) (api.UserA
 	if req.ExpiresS > 0 {
 		expires = now.Add(time.Duration(req.ExpiresS) * time.Second)
 	}
-	creds, key, err := b.id.mintKey(grant{role: api.RoleUser, name: req.Name, admin: admin, expires: expires})
+	g := grant{role: api.RoleUser, name: req.Name, admin: admin, expires: expires}
+	if req.Agent {
+		g = grant{role: api.RoleAgent, name: req.Name, nodes: nodes, expires: expires}
+		admin = false
+	}
+	creds, key, err := b.id.mintKey(g)
 	if err != nil {
 		return api.UserAddReply{}, err
 	}
 	fresh := userRecord{V: userRecordVersion, Name: req.Name, Admin: req.Admin || req.Name == AdminUser, Created: now, Key: key, Expires: expires}
+	if req.Agent {
+		fresh.Admin, fresh.Agent, fresh.Nodes = false, true, hostlist.Format(nodes)
+	}
 	if r := b.rt.Load(); r != nil {
 		return r.addUser(ctx, req, fresh, admin, creds)
 	}
@@ -435,6 +446,9 @@ func userAdded(req api.UserAddRequest, old, fresh userRecord, admin bool, creds 
 	// The Unix account is kept across new credentials unless given;
 	// one equal to the name is recorded as the default it is.
 	u := fresh
+	if u.Agent {
+		return u, api.UserAddReply{Name: req.Name, Creds: string(creds), Expires: u.Expires, Nodes: u.Nodes}
+	}
 	u.Unix = old.Unix
 	if req.Unix != "" {
 		u.Unix = req.Unix
@@ -449,16 +463,22 @@ func userAdded(req api.UserAddRequest, old, fresh userRecord, admin bool, creds 
 // runtime, so no lease to fence with): it writes the users bucket itself.
 func (b *Broker) addUserDirect(ctx context.Context, req api.UserAddRequest, fresh userRecord, admin bool, creds []byte) (api.UserAddReply, error) {
 	var old userRecord
-	if req.Force {
-		if e, gErr := b.kv.Get(ctx, req.Name); gErr == nil {
-			var uErr error
-			if old, uErr = store.DecodeUser(req.Name, e.Value()); uErr != nil {
-				b.log.Warn("bad user record", "user", req.Name, "err", uErr)
-			}
-			if old.Deleted {
-				old = userRecord{}
-			}
+	if e, gErr := b.kv.Get(ctx, req.Name); gErr == nil {
+		var uErr error
+		if old, uErr = store.DecodeUser(req.Name, e.Value()); uErr != nil {
+			b.log.Warn("bad user record", "user", req.Name, "err", uErr)
 		}
+		if old.Deleted {
+			old = userRecord{}
+		}
+	}
+	if old.Name != "" {
+		if err := kindConflict(old, fresh); err != nil {
+			return api.UserAddReply{}, err
+		}
+	}
+	if !req.Force {
+		old = userRecord{}
 	}
 	u, rep := userAdded(req, old, fresh, admin, creds)
 	rec, err := store.EncodeUser(u)
@@ -474,10 +494,10 @@ func (b *Broker) addUserDirect(ctx context.Context, req api.UserAddRequest, fres
 			// store.User.Deleted): the name is free.
 			e, gErr := b.kv.Get(ctx, req.Name)
 			if gErr != nil {
-				return api.UserAddReply{}, userExists(req.Name)
+				return api.UserAddReply{}, userExists(fresh)
 			}
 			if prev, dErr := store.DecodeUser(req.Name, e.Value()); dErr != nil || !prev.Deleted {
-				return api.UserAddReply{}, userExists(req.Name)
+				return api.UserAddReply{}, userExists(prev)
 			}
 			_, err = b.kv.Update(ctx, req.Name, rec, e.Revision())
 		}
@@ -496,8 +516,12 @@ func (b *Broker) addUserDirect(ctx context.Context, req api.UserAddRequest, fres
 	return rep, nil
 }
 
-func userExists(name string) error {
-	return api.Errorf(api.CodeConflict, "user %s already exists; add --force to issue new credentials (the old ones are revoked)", name)
+// userExists is the refusal to add u again without --force.
+func userExists(u userRecord) error {
+	if u.Agent {
+		return api.Errorf(api.CodeConflict, "agent %s already exists; add --force to issue new credentials (the old ones are revoked)", u.Name)
+	}
+	return api.Errorf(api.CodeConflict, "user %s already exists; add --force to issue new credentials (the old ones are revoked)", u.Name)
 }
 
 // userRecorded brings the broker's view of user u (admin rights, Unix

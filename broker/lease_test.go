@@ -666,3 +666,53 @@ func (w *waitingStandby) takeover(t *testing.T, d time.Duration) *Runtime {
 	}
 	return nil
 }
+
+// TestStandbyTakeoverKeepsUserChanges: user changes made while a standby
+// waits are in force once it takes over. A standby runs only on an
+// external cluster (--standby needs --nats-url), where the broker never
+// pushes an account JWT: revoking or deleting credentials is refused
+// there with the way to do it (nsc), so no revocation can be recorded
+// that a takeover could lose. What the broker itself enforces, admin
+// rights and the users it knows, follows the records: a user demoted
+// and one added while the standby waits are seen as such by the broker
+// that took over.
+func TestStandbyTakeoverKeepsUserChanges(t *testing.T) {
+	c := newLeaseCluster(t)
+	a, ra := c.active(t)
+	sb := c.broker(t, false, func(o *Options) { o.Standby = true }, c.withAccountKey(t))
+	w := startStandby(sb, leaseRes)
+	ctx := ctxT(t)
+	for _, req := range []api.UserAddRequest{
+		{Name: "alice", Admin: true},
+		{Name: "alice", Force: true}, // demoted
+		{Name: "bob", Admin: true},
+	} {
+		if _, err := a.AddUser(ctx, req); err != nil {
+			t.Fatalf("add %+v: %v", req, err)
+		}
+	}
+	for name, f := range map[string]func(context.Context, string) (api.User, error){"revoke": a.RevokeUser, "delete": a.DeleteUser} {
+		if _, err := f(ctx, "bob"); err == nil || !strings.Contains(err.Error(), "nsc") {
+			t.Errorf("%s on a cluster: %v, want a refusal that says to use nsc", name, err)
+		}
+	}
+	w.stillWaits(t, 2*testLease)
+	ra.Close()
+	rs := w.takeover(t, 20*time.Second)
+	defer rs.Close()
+	if sb.IsAdmin("alice") {
+		t.Error("alice, demoted while the standby waited, is an admin after its takeover")
+	}
+	if !sb.IsAdmin("bob") {
+		t.Error("bob, made an admin while the standby waited, is not one after its takeover")
+	}
+	rs.mu.Lock()
+	_, alice := rs.users["alice"]
+	rs.mu.Unlock()
+	if !alice {
+		t.Error("the broker that took over does not know alice")
+	}
+	if len(sb.revoked) != 0 {
+		t.Errorf("revocations on a cluster: %v", sb.revoked)
+	}
+}

@@ -501,6 +501,9 @@ func (r *Runtime) qpuAcct(ctx context.Context, q Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if jobs, err = r.withArchivedSlotJobs(ctx, ar.From, jobs); err != nil {
+		return nil, err
+	}
 	return qpuAccounting(ar, time.Now(), q.User, q.Admin, qjobs, jobs, rvs), nil
 }
 

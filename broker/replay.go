@@ -32,7 +32,8 @@ import (
 // reply to a change the runtime makes is also written to the store, as a
 // store.Reply in MetaBucket, in the same batch as the change's own
 // records (Runtime.do): both are durable, or neither is, and both are
-// fenced by the lease. The record carries a per-message TTL of replayTTL,
+// fenced by the lease. A user add's answer is stored without its
+// credentials (see credsNotKept). The record carries a per-message TTL of replayTTL,
 // so the store forgets it by itself, and a broker that restores loads
 // the live ones back into memory. Submissions (submit, qpu-submit) write
 // no reply record: their key is in the job's record, which a broker that
@@ -150,6 +151,9 @@ func replyRecord(id *replayID, v any, err error, now time.Time, host func() stri
 		return record{}, false
 	}
 	rec := store.Reply{V: store.Version, User: id.user, Path: id.path, Op: id.op, RequestKey: id.key, At: now.UnixMilli(), Host: host()}
+	if rep, ok := v.(api.UserAddReply); ok && err == nil && rep.Creds != "" {
+		v, err = nil, credsNotKept(rep)
+	}
 	if err != nil {
 		var ae *api.Error
 		if !errors.As(err, &ae) || ae.Code == api.CodeInternal {
@@ -164,6 +168,24 @@ func replyRecord(id *replayID, v any, err error, now time.Time, host func() stri
 		rec.Data = data
 	}
 	return record{bucket: MetaBucket, key: store.ReplyKey(id.user, id.path, id.op, id.key), v: rec, ttl: replayTTL}, true
+}
+
+// credsNotKept is what the store keeps of the answer to a user add: not
+// the credentials, whose seed is a secret that must not sit in the store
+// (readable by whoever can read the broker's account) for replayTTL. So
+// a retry that reaches another broker (a restart, a takeover) learns
+// that the change was made and how to get credentials (which, with the
+// embedded server, revokes the ones it never received). A retry that reaches the broker that
+// answered gets the credentials from its memory.
+func credsNotKept(rep api.UserAddReply) error {
+	what, again := "user", "strata user add "+rep.Name+" --force"
+	switch {
+	case rep.Nodes != "":
+		what, again = "agent", again+" --agent --nodes "+rep.Nodes
+	case rep.Admin:
+		again += " --admin"
+	}
+	return api.Errorf(api.CodeConflict, "%s %s was added by an earlier attempt of this request, whose answer, with the credentials, was lost in a broker restart or takeover; the broker does not store credentials: issue new ones with '%s'", what, rep.Name, again)
 }
 
 // restoredReply returns the reply message a reply record holds, as the

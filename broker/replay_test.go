@@ -3,12 +3,14 @@ package broker_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -216,7 +218,9 @@ func TestClientWaitsForInstanceDuringTakeover(t *testing.T) {
 // already cancelled), the second create a conflict (the name is taken),
 // and the second delete a not-found; the second user add a conflict (the
 // user exists), the second revoke a failed precondition (no credentials
-// left) and the second user delete a not-found. The instance URIs in a
+// left) and the second user delete a not-found. A user add is the
+// exception: its credentials are not stored (TestReplyStoreKeepsNoSeed),
+// so its retry is told the user was added and how to get credentials. The instance URIs in a
 // replayed answer name the broker that serves them now.
 func TestRetriedChangesSurviveRestart(t *testing.T) {
 	dir := t.TempDir()
@@ -277,6 +281,15 @@ func TestRetriedChangesSurviveRestart(t *testing.T) {
 	}
 	for i, c := range changes {
 		data, code := sendKeyed(t, nc2, "admin", "root", c.op, c.key, c.req)
+		if c.key == "k-user-add" {
+			// The store keeps no credentials: the retry learns that
+			// carol was added, and how to get new credentials.
+			if code != string(api.CodeConflict) || !bytes.Contains(data, []byte("user carol was added by an earlier attempt")) ||
+				!bytes.Contains(data, []byte("strata user add carol --force")) || bytes.Contains(data, []byte("NKEY SEED")) {
+				t.Errorf("user add retried after a restart: %s %s, want a conflict saying carol was added and how to get credentials", code, data)
+			}
+			continue
+		}
 		want := bytes.ReplaceAll(first[i].data, []byte("://"+oldAddr+"/"), []byte("://"+b2.Addr()+"/"))
 		if code != first[i].code || !bytes.Equal(data, want) {
 			t.Errorf("%s %s after a restart: %s %s, want the first answer %s", c.op, c.key, code, data, want)
@@ -385,5 +398,116 @@ func TestDeletedUserTombstone(t *testing.T) {
 	addUser(t, b2, "dave", false)
 	if _, err := b2.AddUser(ctxT(t, 20*time.Second), api.UserAddRequest{Name: "dave"}); api.CodeOf(err) != api.CodeConflict {
 		t.Errorf("adding dave twice: %v, want conflict", err)
+	}
+}
+
+// TestReplyStoreKeepsNoSeed: the answers to user add (a user's, an
+// admin's, an agent's) are kept in the store for retries, but not the
+// credentials in them: no record of the reply bucket's stream, read
+// raw, holds a seed or the credentials' JWT. A retry on the broker that
+// answered still gets the credentials, from its memory; a retry after a
+// restart is told what to run (checked with the seed kept: the test
+// fails on the records of the old code).
+func TestReplyStoreKeepsNoSeed(t *testing.T) {
+	dir := t.TempDir()
+	res := broker.Resources{RunAsSelf: true, AllowRootJobs: true, Nodes: must(hostlist.Parse("n[0-1]")), Policy: instance.EASY,
+		Agents: &broker.AgentConfig{Heartbeat: 100 * time.Millisecond, NodeTimeout: time.Minute}}
+	b := startBroker(t, dir)
+	rt, err := b.RunInstances(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, _ := rawConn(t, b, b.AdminCredsPath(), nats.CustomInboxPrefix(api.RoleUser.InboxPrefix("admin")))
+	reqs := []struct {
+		key  string
+		req  api.UserAddRequest
+		want string
+	}{
+		{"k-carol", api.UserAddRequest{Name: "carol"}, "'strata user add carol --force'"},
+		{"k-erin", api.UserAddRequest{Name: "erin", Admin: true}, "'strata user add erin --force --admin'"},
+		{"k-a0", api.UserAddRequest{Name: "a0", Agent: true, Nodes: "n[0-1]"}, "'strata user add a0 --force --agent --nodes n[0-1]'"},
+	}
+	var secrets []string
+	for _, r := range reqs {
+		data, code := sendKeyed(t, nc, "admin", "root", api.OpUserAdd, r.key, r.req)
+		var rep api.UserAddReply
+		if code != "" || api.DecodeReply(data, &rep) != nil {
+			t.Fatalf("user add %s: %s %s", r.req.Name, code, data)
+		}
+		again, code := sendKeyed(t, nc, "admin", "root", api.OpUserAdd, r.key, r.req)
+		if code != "" || !bytes.Equal(again, data) {
+			t.Errorf("user add %s retried on the same broker: %s %s, want the first answer", r.req.Name, code, again)
+		}
+		kp, err := jwt.ParseDecoratedUserNKey([]byte(rep.Creds))
+		if err != nil {
+			t.Fatal(err)
+		}
+		seed, _ := kp.Seed()
+		ujwt, err := jwt.ParseDecoratedJWT([]byte(rep.Creds))
+		if err != nil {
+			t.Fatal(err)
+		}
+		secrets = append(secrets, string(seed), ujwt)
+	}
+	js := b.JetStream()
+	ctx := ctxT(t, 20*time.Second)
+	s, err := js.Stream(ctx, "KV_"+broker.MetaBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replies := 0
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
+		m, err := s.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The raw record, and a reply record's payload as decoded
+		// (JSON carries it in base64).
+		texts := [][]byte{m.Data}
+		if key, ok := strings.CutPrefix(m.Subject, "$KV."+broker.MetaBucket+"."); ok && strings.HasPrefix(key, store.ReplyPrefix) && len(m.Data) > 0 {
+			rec, err := store.DecodeReply(key, m.Data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			replies++
+			texts = append(texts, rec.Data, []byte(rec.Error))
+		}
+		for _, text := range texts {
+			for _, sec := range secrets {
+				if bytes.Contains(text, []byte(sec)) {
+					t.Errorf("record %d (%s) holds a secret of the credentials: %.200s", seq, m.Subject, text)
+				}
+			}
+			if bytes.Contains(text, []byte("NKEY SEED")) {
+				t.Errorf("record %d (%s) holds a seed: %.200s", seq, m.Subject, text)
+			}
+		}
+	}
+	if replies < len(reqs) {
+		t.Fatalf("%d reply records in the stream, want at least %d: the check would pass vacuously", replies, len(reqs))
+	}
+	nc.Close()
+	rt.Close()
+	b.Shutdown()
+
+	b2 := startBroker(t, dir)
+	rt2, err := b2.RunInstances(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt2.Close() })
+	nc2, _ := rawConn(t, b2, b2.AdminCredsPath(), nats.CustomInboxPrefix(api.RoleUser.InboxPrefix("admin")))
+	for _, r := range reqs {
+		data, code := sendKeyed(t, nc2, "admin", "root", api.OpUserAdd, r.key, r.req)
+		if code != string(api.CodeConflict) || !bytes.Contains(data, []byte("added by an earlier attempt")) || !bytes.Contains(data, []byte(r.want)) {
+			t.Errorf("user add %s retried after a restart: %s %s, want a conflict naming %s", r.req.Name, code, data, r.want)
+		}
 	}
 }

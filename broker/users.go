@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"time"
 
@@ -22,11 +23,27 @@ func (b *Broker) apiUser(u userRecord) api.User {
 	b.mu.Lock()
 	configured := b.admins[u.Name]
 	b.mu.Unlock()
+	if u.Agent {
+		return api.User{Name: u.Name, Role: api.UserRoleAgent, Created: u.Created, Key: u.Key, Expires: u.Expires, Nodes: u.Nodes}
+	}
 	role := api.UserRoleUser
 	if u.Admin || configured {
 		role = api.UserRoleAdmin
 	}
 	return api.User{Name: u.Name, Role: role, Admin: role == api.UserRoleAdmin, Created: u.Created, Key: u.Key, Expires: u.Expires, Unix: u.Account()}
+}
+
+// kindConflict refuses to record fresh over old when one is a node
+// agent's credentials and the other a user's: they share the users
+// bucket's names, and --force must not turn one into the other.
+func kindConflict(old, fresh userRecord) error {
+	switch {
+	case old.Agent && !fresh.Agent:
+		return api.Errorf(api.CodeConflict, "%s is the name of a node agent's credentials (serving %s); choose another user name, or remove the agent first with 'strata user del %s'", old.Name, old.Nodes, old.Name)
+	case !old.Agent && fresh.Agent:
+		return api.Errorf(api.CodeConflict, "%s is the name of a user; give the agent another name (agents and users share names), or remove the user first with 'strata user del %s'", old.Name, old.Name)
+	}
+	return nil
 }
 
 // privateDir creates dir (mode 0700), or takes away the group's and
@@ -77,9 +94,8 @@ func (b *Broker) unixAccount(name string) string {
 // are acknowledged. The runtime's users map is the authority on who
 // exists: only the lease holder writes the users bucket.
 //
-// A user-add reply record holds the new credentials (as the in-memory
-// replay does) for replayTTL: the store is readable only with the
-// broker's own account.
+// A user-add reply record does not hold the new credentials (the
+// in-memory replay does): see credsNotKept.
 
 // addUser records user fresh (see AddUser), replacing an existing user
 // only with req.Force.
@@ -88,8 +104,13 @@ func (r *Runtime) addUser(ctx context.Context, req api.UserAddRequest, fresh use
 	var rev *store.Revocation
 	v, err := r.do(ctx, func(instance.Time) (any, error) {
 		old, exists := r.users[req.Name]
-		if exists && !req.Force {
-			return nil, userExists(req.Name)
+		if exists {
+			if err := kindConflict(old, fresh); err != nil {
+				return nil, err
+			}
+			if !req.Force {
+				return nil, userExists(old)
+			}
 		}
 		var rep api.UserAddReply
 		u, rep = userAdded(req, old, fresh, admin, creds)
@@ -116,6 +137,9 @@ func (r *Runtime) addUser(ctx context.Context, req api.UserAddRequest, fresh use
 			return api.UserAddReply{}, err
 		}
 	}
+	if u.Agent && r.remote != nil {
+		r.remote.Allow(u.Name) // new credentials: it may register again
+	}
 	return v.(api.UserAddReply), nil
 }
 
@@ -124,11 +148,13 @@ func (r *Runtime) addUser(ctx context.Context, req api.UserAddRequest, fresh use
 func (r *Runtime) revokeUser(ctx context.Context, name string, del bool) (api.User, error) {
 	var u userRecord
 	var rev *store.Revocation
+	var agent bool
 	v, err := r.do(ctx, func(instance.Time) (any, error) {
 		var ok bool
 		if u, ok = r.users[name]; !ok {
 			return nil, noUser(name)
 		}
+		agent = u.Agent
 		if !del {
 			if err := r.b.checkRevoke(name, u); err != nil {
 				return nil, err
@@ -158,6 +184,17 @@ func (r *Runtime) revokeUser(ctx context.Context, name string, del bool) (api.Us
 		if err := r.b.applyRevocation(*rev); err != nil {
 			return api.User{}, err
 		}
+	}
+	if agent && r.remote != nil {
+		// The server has cut the agent off; its nodes go down now, as
+		// they would once it had been silent for the node timeout, and
+		// the name may not register again until new credentials are
+		// issued.
+		what := "revoked"
+		if del {
+			what = "revoked and the agent deleted"
+		}
+		r.remote.Revoke(name, fmt.Sprintf("the credentials of agent %s were %s by an administrator", name, what))
 	}
 	return v.(api.User), nil
 }
@@ -200,5 +237,14 @@ func (r *Runtime) restoreUsers(ctx context.Context) error {
 		return err
 	}
 	r.users = users
+	if r.remote != nil {
+		// Revoked agents stay refused across restarts and takeovers,
+		// from the records, whatever this broker saw before.
+		for name, u := range users {
+			if u.Agent && u.Key == "" {
+				r.remote.Revoke(name, "")
+			}
+		}
+	}
 	return nil
 }

@@ -116,3 +116,21 @@ func (in *Instance) ForgetResv(name string) error {
 // ForgetQPUJob drops the record of ended QPU job id, once the broker has
 // archived it (see qpu.Scheduler.Forget).
 func (in *Instance) ForgetQPUJob(id qpu.JobID) error { return in.sh.qpu.Forget(id) }
+
+// ForgetQPUSessions drops the records of the closed QPU sessions of keys
+// whose jobs are all forgotten, and returns them (see
+// qpu.Scheduler.ForgetSessions).
+//
+// Only sessions of job instances whose job record is gone are dropped: a
+// job's session key is opened again when the job runs again (requeued),
+// and a reservation's when a reservation of the same name starts, so a
+// dropped record could be purged from the store over a new one.
+func (in *Instance) ForgetQPUSessions(keys []qpu.SessionKey) []qpu.Session {
+	var ok []qpu.SessionKey
+	for _, k := range keys {
+		if id, isJob := JobOfPath(k.Path); isJob && in.sh.jobs[id] == nil {
+			ok = append(ok, k)
+		}
+	}
+	return in.sh.qpu.ForgetSessions(ok)
+}

@@ -107,6 +107,10 @@ type (
 	// ForgetQPUJob drops an ended QPU job's record once archived
 	// (Instance.ForgetQPUJob).
 	ForgetQPUJob struct{ Job qpu.JobID }
+	// ForgetQPUSessions drops closed QPU sessions' records once their
+	// jobs are forgotten (Instance.ForgetQPUSessions); Output.Sessions
+	// are those dropped.
+	ForgetQPUSessions struct{ Keys []qpu.SessionKey }
 	// QPUSubmit queues a QPU job from the slot holder at Path
 	// (Instance.QPUSubmit).
 	QPUSubmit struct {
@@ -172,35 +176,36 @@ type (
 	}
 )
 
-func (Submit) input()           {}
-func (SubmitArray) input()      {}
-func (Cancel) input()           {}
-func (Requeue) input()          {}
-func (Release) input()          {}
-func (UpdateJob) input()        {}
-func (Exited) input()           {}
-func (Tick) input()             {}
-func (AddResv) input()          {}
-func (RemoveResv) input()       {}
-func (RemoveResvSeries) input() {}
-func (UpdateResv) input()       {}
-func (RevokeSlots) input()      {}
-func (Forget) input()           {}
-func (ForgetJob) input()        {}
-func (ForgetResv) input()       {}
-func (ForgetQPUJob) input()     {}
-func (QPUSubmit) input()        {}
-func (QPUCancel) input()        {}
-func (QPURevoke) input()        {}
-func (QPUMaint) input()         {}
-func (QPURegister) input()      {}
-func (QPUPull) input()          {}
-func (QPUHeartbeat) input()     {}
-func (QPUReport) input()        {}
-func (NodesDown) input()        {}
-func (NodesUp) input()          {}
-func (Drain) input()            {}
-func (Undrain) input()          {}
+func (Submit) input()            {}
+func (SubmitArray) input()       {}
+func (Cancel) input()            {}
+func (Requeue) input()           {}
+func (Release) input()           {}
+func (UpdateJob) input()         {}
+func (Exited) input()            {}
+func (Tick) input()              {}
+func (AddResv) input()           {}
+func (RemoveResv) input()        {}
+func (RemoveResvSeries) input()  {}
+func (UpdateResv) input()        {}
+func (RevokeSlots) input()       {}
+func (Forget) input()            {}
+func (ForgetJob) input()         {}
+func (ForgetResv) input()        {}
+func (ForgetQPUJob) input()      {}
+func (ForgetQPUSessions) input() {}
+func (QPUSubmit) input()         {}
+func (QPUCancel) input()         {}
+func (QPURevoke) input()         {}
+func (QPUMaint) input()          {}
+func (QPURegister) input()       {}
+func (QPUPull) input()           {}
+func (QPUHeartbeat) input()      {}
+func (QPUReport) input()         {}
+func (NodesDown) input()         {}
+func (NodesUp) input()           {}
+func (Drain) input()             {}
+func (Undrain) input()           {}
 
 // Output is what an input returns besides its effects (which Ready
 // drains): the fields its input fills, the others zero.
@@ -214,7 +219,7 @@ type Output struct {
 	Task     qpu.Task      // QPUPull, when Pulled
 	Pulled   bool          // QPUPull: a job was handed out
 	Abort    bool          // QPUHeartbeat: let go of the job
-	Sessions []qpu.Session // QPURevoke: the sessions closed
+	Sessions []qpu.Session // QPURevoke: the sessions closed; ForgetQPUSessions: those dropped
 	Backend  qpu.Backend   // QPUMaint
 }
 
@@ -268,6 +273,8 @@ func (in *Instance) Step(now Time, x Input) (Output, error) {
 		err = in.ForgetResv(x.Name)
 	case ForgetQPUJob:
 		err = in.ForgetQPUJob(x.Job)
+	case ForgetQPUSessions:
+		out.Sessions = in.ForgetQPUSessions(x.Keys)
 	case QPUSubmit:
 		out.QPUJob, err = in.QPUSubmit(now, x.Who, x.Path, x.Backend, x.Job)
 	case QPUCancel:

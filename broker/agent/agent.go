@@ -86,6 +86,10 @@ type agent struct {
 	ex      *executor.Local
 	nc      *nats.Conn
 	permErr chan error // permission violations the server reported
+	// closed is closed when the server closes the connection for good:
+	// it reconnects forever otherwise, so only a refusal of the
+	// credentials (revoked, expired) ends it.
+	closed chan struct{}
 
 	ctx context.Context // run's
 
@@ -144,6 +148,7 @@ func newAgent(o Options) (*agent, error) {
 	}
 	a := &agent{o: o, name: name, role: role, jobs: map[string]*held{}, early: map[string]executor.Exit{}, registered: map[string]bool{},
 		permErr: make(chan error, 16),
+		closed:  make(chan struct{}),
 		log:     o.Log.With("agent", name)}
 	if err := os.MkdirAll(filepath.Join(o.StateDir, "jobs"), 0o700); err != nil {
 		return nil, fmt.Errorf("agent: state directory: %w", err)
@@ -318,6 +323,7 @@ func (a *agent) connect() error {
 		nats.CustomInboxPrefix(api.RoleAgent.InboxPrefix(a.name)),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250*time.Millisecond),
+		nats.ClosedHandler(func(*nats.Conn) { close(a.closed) }),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 			if errors.Is(err, nats.ErrPermissionViolation) || strings.Contains(strings.ToLower(err.Error()), "permissions violation") {
 				select {
@@ -381,6 +387,11 @@ func (a *agent) run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-a.closed:
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("%w: the NATS server closed the agent's connection (%v): the credentials in %s were revoked or have expired; an administrator issues new ones with 'strata user add %s --agent --force'", ErrRefused, a.nc.LastError(), a.o.Creds, a.name)
 		case x, ok := <-exits:
 			if !ok {
 				return errors.New("agent: the executor stopped")

@@ -71,6 +71,9 @@ type Remote struct {
 	nodes  map[string]*node
 	jobs   map[string]*job
 	queue  []executor.Exit
+	// revoked are the agents whose credentials an admin revoked (see
+	// Revoke): refused until Allow.
+	revoked map[string]bool
 }
 
 // node is what the Remote knows of one node's agent.
@@ -117,7 +120,7 @@ func NewRemote(o RemoteOptions) (*Remote, error) {
 	r := &Remote{
 		o: o, start: time.Now(),
 		exits: make(chan executor.Exit), wake: make(chan struct{}, 1), stop: make(chan struct{}),
-		nodes: map[string]*node{}, jobs: map[string]*job{},
+		nodes: map[string]*node{}, jobs: map[string]*job{}, revoked: map[string]bool{},
 	}
 	for _, n := range o.Nodes {
 		if err := api.ValidateNode(n); err != nil {
@@ -424,24 +427,80 @@ func (r *Remote) watch() {
 		r.mu.Unlock()
 		for _, d := range ds {
 			r.o.Log.Warn("node down: its agent is silent", "node", d.node, "reason", d.reason, "timeout", r.o.NodeTimeout)
-			if r.o.NodesDown != nil {
-				// NodesDown returns once a requeued job has started
-				// again, which waits for the exit of its old copy: so
-				// it runs on its own, and the Lost exits go out once
-				// the broker has ended the node's jobs (not before: a
-				// requeued job could be placed on the node again).
-				done := make(chan struct{})
-				r.wg.Add(1)
-				go func() {
-					defer r.wg.Done()
-					defer close(done)
-					r.o.NodesDown([]string{d.node}, d.reason)
-				}()
-				r.awaitEnded(d.node, done)
-			}
-			r.loseJobsOn(d.node, d.reason)
+			r.nodeDown(d.node, d.reason)
 		}
 	}
+}
+
+// nodeDown tells the broker that node nd, already marked down here, is
+// down for reason, and reports its jobs lost once the broker has ended
+// them.
+func (r *Remote) nodeDown(nd, reason string) {
+	if r.o.NodesDown != nil {
+		// NodesDown returns once a requeued job has started again,
+		// which waits for the exit of its old copy: so it runs on its
+		// own, and the Lost exits go out once the broker has ended the
+		// node's jobs (not before: a requeued job could be placed on
+		// the node again).
+		done := make(chan struct{})
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			defer close(done)
+			r.o.NodesDown([]string{nd}, reason)
+		}()
+		r.awaitEnded(nd, done)
+	}
+	r.loseJobsOn(nd, reason)
+}
+
+// Revoke refuses agent name from now on (its credentials were revoked: a
+// stolen node), until Allow: the nodes it serves go down at once, for
+// reason, as those of a silent agent do, and it may not register again.
+// With reason "" it only refuses the agent (a broker restoring its
+// records, before any agent registered).
+func (r *Remote) Revoke(name, reason string) {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return
+	}
+	r.revoked[name] = true
+	var nodes []string
+	if reason != "" {
+		for _, nd := range r.o.Nodes {
+			n := r.nodes[nd]
+			if n.agent != name || n.session == "" {
+				continue
+			}
+			n.session = ""
+			if !n.down {
+				n.down = true
+				nodes = append(nodes, nd)
+			}
+		}
+	}
+	if len(nodes) > 0 {
+		r.wg.Add(1)
+	}
+	r.mu.Unlock()
+	if len(nodes) == 0 {
+		return
+	}
+	r.o.Log.Warn("nodes down: their agent's credentials were revoked", "agent", name, "nodes", hostlist.Format(nodes), "reason", reason)
+	go func() {
+		defer r.wg.Done()
+		for _, nd := range nodes {
+			r.nodeDown(nd, reason)
+		}
+	}()
+}
+
+// Allow lets agent name register again: it has new credentials.
+func (r *Remote) Allow(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.revoked, name)
 }
 
 // awaitEnded waits until the broker no longer has any of nd's jobs
@@ -547,6 +606,10 @@ func (r *Remote) register(name, nd string, h Hello) (Welcome, error) {
 	}
 	now := time.Now()
 	r.mu.Lock()
+	if r.revoked[name] {
+		r.mu.Unlock()
+		return Welcome{}, revokedError(name)
+	}
 	n := r.nodes[nd]
 	if n == nil {
 		r.mu.Unlock()
@@ -601,6 +664,10 @@ func (r *Remote) register(name, nd string, h Hello) (Welcome, error) {
 // heartbeat notes that session hb.Session still serves nd.
 func (r *Remote) heartbeat(name, nd string, hb Heartbeat) (HeartbeatReply, error) {
 	r.mu.Lock()
+	if r.revoked[name] {
+		r.mu.Unlock()
+		return HeartbeatReply{}, revokedError(name)
+	}
 	n := r.nodes[nd]
 	if n == nil || n.session != hb.Session {
 		r.mu.Unlock()
@@ -618,6 +685,11 @@ func (r *Remote) heartbeat(name, nd string, hb Heartbeat) (HeartbeatReply, error
 		}
 	}
 	return HeartbeatReply{Kill: kill}, nil
+}
+
+// revokedError is the answer to an agent whose credentials were revoked.
+func revokedError(name string) error {
+	return api.Errorf(api.CodePermissionDenied, "the credentials of agent %s were revoked; an administrator issues new ones with 'strata user add %s --agent --force'", name, name)
 }
 
 // unknown returns the jobs of ids that the broker does not have running on

@@ -36,6 +36,13 @@ type User struct {
 	// with its reply record like every other change). Readers treat a
 	// deleted user as absent.
 	Deleted bool `json:"deleted,omitempty"`
+	// Agent marks the credentials of a node agent ('strata user add NAME
+	// --agent'), recorded so that one agent's credentials can be revoked
+	// alone (a stolen node); Nodes is the hostlist it may serve. Agents
+	// and users share the name space of this bucket: one name is one or
+	// the other.
+	Agent bool   `json:"agent,omitempty"`
+	Nodes string `json:"nodes,omitempty"`
 }
 
 // Account is the Unix account u's jobs run as.

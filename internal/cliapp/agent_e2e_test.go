@@ -256,3 +256,78 @@ func waitRunning(t *testing.T, b *e2eBroker, id string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestE2EAgentRevoke: 'strata user revoke' on one node agent (a stolen
+// node), as an admin: the agent process stops saying its credentials
+// were revoked, its node is down in 'resource list' with the reason long
+// before the node timeout, the other agent's node is untouched, and
+// 'user list' shows the agent without valid credentials. A user is
+// refused. New credentials (--force) bring the node back.
+func TestE2EAgentRevoke(t *testing.T) {
+	b := startE2EBroker(t, "--nodes", "n[0-1]", "--no-local-agent", "--agent-heartbeat", "200ms", "--node-timeout", "10m")
+	b.must("admin", "user", "add", "alice", "-o", b.creds("alice"))
+	agents := make([]*agentProc, 2)
+	for i := range agents {
+		name, node := fmt.Sprintf("a%d", i), fmt.Sprintf("n%d", i)
+		creds := filepath.Join(b.dir, name+".creds")
+		b.must("admin", "user", "add", name, "--agent", "--nodes", node, "-o", creds)
+		agents[i] = b.startAgentProc(t, node, creds, filepath.Join(b.dir, "agent-"+node))
+	}
+	if list := b.must("admin", "user", "list"); !strings.Contains(list, "a0") || !strings.Contains(list, "agent") {
+		t.Errorf("user list does not show the agents:\n%s", list)
+	}
+	if r := b.strataAs("alice", "user", "revoke", "a0"); r.code != 1 || !strings.Contains(r.stderr, "only Strata administrators") {
+		t.Errorf("a user's revoke of an agent: want exit 1, refused: %s", r)
+	}
+	if out := b.must("admin", "user", "revoke", "a0"); !strings.Contains(out, "agent a0's credentials are revoked") {
+		t.Errorf("user revoke a0 printed %q", out)
+	}
+	select {
+	case <-agents[0].exit:
+		logText, _ := os.ReadFile(agents[0].log)
+		if !strings.Contains(string(logText), "revoked") {
+			t.Errorf("the revoked agent's log does not say why it stopped:\n%s", logText)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("the agent whose credentials were revoked still runs 30s later")
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		res := b.must("admin", "resource", "list")
+		if strings.Contains(res, "credentials of agent a0 were revoked") {
+			for _, line := range strings.Split(res, "\n") {
+				if strings.HasPrefix(strings.TrimSpace(line), "n1") && strings.Contains(line, "down") {
+					t.Errorf("n1, served by the other agent, is down:\n%s", res)
+				}
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("30s after the revoke, resource list does not say n0 is down for it:\n%s", res)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var users []api.User
+	if err := json.Unmarshal([]byte(b.must("admin", "user", "list", "--json")), &users); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range users {
+		if u.Name == "a0" && (u.Role != api.UserRoleAgent || u.Key != "" || u.Nodes != "n0") {
+			t.Errorf("a0 in user list after the revoke: %+v", u)
+		}
+	}
+	creds := filepath.Join(b.dir, "a0-new.creds")
+	b.must("admin", "user", "add", "a0", "--agent", "--nodes", "n0", "--force", "-o", creds)
+	b.startAgentProc(t, "n0", creds, filepath.Join(b.dir, "agent-n0"))
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		res := b.must("admin", "resource", "list")
+		if !strings.Contains(res, "down") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("n0 is still down 30s after its agent registered with new credentials:\n%s", res)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

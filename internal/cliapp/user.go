@@ -36,7 +36,9 @@ func userCommand() *cli.Command {
 					"--unix ACCOUNT; with --force the recorded account stays unless --unix is given.\n\n" +
 					"--agent issues credentials for a node agent named NAME ('strata agent'), for\n" +
 					"the nodes of --nodes (default: the node named NAME): it may hear only those\n" +
-					"nodes' commands and speak only for them.",
+					"nodes' commands and speak only for them. Agents are listed with the users\n" +
+					"(role agent) and share their names; 'strata user revoke NAME' cuts off one\n" +
+					"agent (a stolen node) and takes its nodes down at once.",
 				Flags: []cli.Flag{
 					&cli.BoolFlag{Name: "admin", Usage: "make the user an administrator"},
 					&cli.BoolFlag{Name: "executor", Usage: "credentials for a QPU executor ('strata qpu executor'), which may only speak the executor protocol"},
@@ -219,7 +221,11 @@ func runUserList(c *cli.Context) error {
 				if u.Key != "" {
 					creds = "valid"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", u.Name, u.Role, cmp.Or(u.Unix, u.Name), createdText(u.Created), expires, creds)
+				unix := cmp.Or(u.Unix, u.Name)
+				if u.Role == api.UserRoleAgent {
+					unix = "-" // runs no jobs of its own; 'user show' gives its nodes
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", u.Name, u.Role, unix, createdText(u.Created), expires, creds)
 			}
 			return tw.Flush()
 		})

@@ -31,7 +31,11 @@ func userLifecycleCommands() []*cli.Command {
 			UsageText: "strata user revoke NAME [--json]",
 			Description: "Revokes NAME's current credentials: clients connected with them are cut off\n" +
 				"at once, and they connect no more. The user stays known; 'strata user add NAME\n" +
-				"--force' issues new credentials.",
+				"--force' issues new credentials.\n\n" +
+				"NAME may be a node agent's (role agent in 'strata user list'): its connection\n" +
+				"is closed, the nodes it serves go down at once with the reason, and it may\n" +
+				"not register again until 'strata user add NAME --agent --force' issues new\n" +
+				"credentials. Other agents are not touched.",
 			Flags: []cli.Flag{jsonFlag()},
 			Action: func(c *cli.Context) error {
 				return runUserLifecycle(c, "revoke", api.OpUserRevoke, "'s credentials are revoked")
@@ -55,7 +59,11 @@ func runUserLifecycle(c *cli.Context, verb, op, done string) error {
 			if done[0] == '\'' {
 				sep = ""
 			}
-			_, err := fmt.Fprintf(w, "user %s%s%s\n", name, sep, done)
+			kind := "user"
+			if u.Role == api.UserRoleAgent {
+				kind = "agent"
+			}
+			_, err := fmt.Fprintf(w, "%s %s%s%s\n", kind, name, sep, done)
 			return err
 		})
 }

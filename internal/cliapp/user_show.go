@@ -47,6 +47,10 @@ func runUserShow(c *cli.Context) error {
 
 // printUser writes one user as "field: value" lines.
 func printUser(w io.Writer, u api.User) error {
+	if u.Role == api.UserRoleAgent {
+		_, err := fmt.Fprintf(w, "name:     %s\nrole:     %s\nnodes:    %s\ncreated:  %s\n", u.Name, u.Role, u.Nodes, createdText(u.Created))
+		return err
+	}
 	_, err := fmt.Fprintf(w, "name:     %s\nrole:     %s\nunix:     %s\ncreated:  %s\n", u.Name, u.Role, cmp.Or(u.Unix, u.Name), createdText(u.Created))
 	return err
 }
