@@ -2,53 +2,22 @@ package broker_test
 
 import (
 	"context"
-	"errors"
 	"math"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/strata-hpc/strata/api"
 	"github.com/strata-hpc/strata/broker"
 	"github.com/strata-hpc/strata/broker/store"
 	"github.com/strata-hpc/strata/client"
-	"github.com/strata-hpc/strata/instance"
-	"github.com/strata-hpc/strata/internal/hostlist"
-	"github.com/strata-hpc/strata/timeline"
 )
-
-// qpuArchiveRuntime starts a broker on dir with a QPU backend, whose
-// runtime keeps ended work for keep.
-func qpuArchiveRuntime(t *testing.T, dir string, keep time.Duration) (*broker.Broker, *broker.Runtime) {
-	t.Helper()
-	b := startBroker(t, dir)
-	rt, err := b.RunInstances(broker.Resources{RunAsSelf: true, AllowRootJobs: true, Nodes: must(hostlist.Parse("n[0-3]")),
-		QPUs: []timeline.Pool{{Name: "qpu0", Size: 4}}, Policy: instance.EASY, KillGrace: 500 * time.Millisecond, KeepFinished: keep})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rt.Close() })
-	return b, rt
-}
 
 // qpuSessionKeys lists the session records of the QPU bucket.
 func qpuSessionKeys(t *testing.T, b *broker.Broker) []string {
 	t.Helper()
-	kv, err := b.KeyValue(context.Background(), jetstream.KeyValueConfig{Bucket: store.QPUBucket})
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys, err := kv.Keys(context.Background())
-	if errors.Is(err, jetstream.ErrNoKeysFound) {
-		return nil
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	for _, k := range keys {
+	for _, k := range bucketKeys(t, b, store.QPUBucket) {
 		if strings.HasPrefix(k, "session.") {
 			out = append(out, k)
 		}
@@ -86,7 +55,7 @@ func TestQPUHistoryBounded(t *testing.T) {
 	dir := t.TempDir()
 	// Kept an hour first, so that nothing leaves before it is counted;
 	// then a broker on the same state keeps a second.
-	b, rt := qpuArchiveRuntime(t, dir, time.Hour)
+	b, rt := historyRuntime(t, dir, time.Hour)
 	alice := userClient(t, b, "alice")
 	for range 3 {
 		holdQPU(t, alice)
@@ -100,7 +69,7 @@ func TestQPUHistoryBounded(t *testing.T) {
 	}
 	rt.Close()
 	b.Shutdown()
-	b, rt = qpuArchiveRuntime(t, dir, time.Second)
+	b, rt = historyRuntime(t, dir, time.Second)
 	// The newest job is never archived (it keeps the ID sequence): one
 	// more, without slots.
 	runToEnd(t, userClient(t, b, "alice"), api.SubmitRequest{Command: []string{"true"}})
@@ -127,7 +96,7 @@ func TestQPUHistoryBounded(t *testing.T) {
 	check("once the jobs are archived", b)
 	rt.Close()
 	b.Shutdown()
-	b2, _ := qpuArchiveRuntime(t, dir, time.Second)
+	b2, _ := historyRuntime(t, dir, time.Second)
 	if keys := qpuSessionKeys(t, b2); len(keys) != 0 {
 		t.Errorf("sessions after a restart: %v", keys)
 	}

@@ -264,16 +264,7 @@ func TestRetriedChangesSurviveRestart(t *testing.T) {
 	}
 	oldAddr := b.Addr()
 	nc.Close()
-	rt.Close()
-	b.Shutdown()
-
-	b2 := startBroker(t, dir)
-	rt2, err := b2.RunInstances(res)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rt2.Close() })
-	nc2, _ := rawConn(t, b2, b2.AdminCredsPath(), nats.CustomInboxPrefix(api.RoleUser.InboxPrefix("admin")))
+	b2, nc2 := restartAsAdmin(t, b, rt, dir, res)
 	// The restarted broker listens on another port: the instance URIs in
 	// the first answers (physics's) name it now, as it serves them.
 	if oldAddr == b2.Addr() {
@@ -494,9 +485,21 @@ func TestReplyStoreKeepsNoSeed(t *testing.T) {
 		t.Fatalf("%d reply records in the stream, want at least %d: the check would pass vacuously", replies, len(reqs))
 	}
 	nc.Close()
+	_, nc2 := restartAsAdmin(t, b, rt, dir, res)
+	for _, r := range reqs {
+		data, code := sendKeyed(t, nc2, "admin", "root", api.OpUserAdd, r.key, r.req)
+		if code != string(api.CodeConflict) || !bytes.Contains(data, []byte("added by an earlier attempt")) || !bytes.Contains(data, []byte(r.want)) {
+			t.Errorf("user add %s retried after a restart: %s %s, want a conflict naming %s", r.req.Name, code, data, r.want)
+		}
+	}
+}
+
+// restartAsAdmin stops broker b and its runtime rt, starts a broker on
+// the same dir with resources res, and connects to it as the admin.
+func restartAsAdmin(t *testing.T, b *broker.Broker, rt *broker.Runtime, dir string, res broker.Resources) (*broker.Broker, *nats.Conn) {
+	t.Helper()
 	rt.Close()
 	b.Shutdown()
-
 	b2 := startBroker(t, dir)
 	rt2, err := b2.RunInstances(res)
 	if err != nil {
@@ -504,10 +507,5 @@ func TestReplyStoreKeepsNoSeed(t *testing.T) {
 	}
 	t.Cleanup(func() { rt2.Close() })
 	nc2, _ := rawConn(t, b2, b2.AdminCredsPath(), nats.CustomInboxPrefix(api.RoleUser.InboxPrefix("admin")))
-	for _, r := range reqs {
-		data, code := sendKeyed(t, nc2, "admin", "root", api.OpUserAdd, r.key, r.req)
-		if code != string(api.CodeConflict) || !bytes.Contains(data, []byte("added by an earlier attempt")) || !bytes.Contains(data, []byte(r.want)) {
-			t.Errorf("user add %s retried after a restart: %s %s, want a conflict naming %s", r.req.Name, code, data, r.want)
-		}
-	}
+	return b2, nc2
 }
