@@ -105,6 +105,15 @@ func newScenario(t testing.TB, src source) *scenario {
 		tl.nodeIdx.size = 2 + src.intn(3)
 		tl.poolIdx.size = tl.nodeIdx.size
 	}
+	switch src.intn(3) {
+	case 0:
+		// No flat array: scans go class by class.
+		tl.nodeIdx.flat = flatKeys{}
+	case 1:
+		// A flat array of a few keys, dropped and rebuilt as the
+		// timeline grows and shrinks.
+		tl.nodeIdx.flat.max = 2 + src.intn(6)
+	}
 	return &scenario{t: t, src: src, cfg: cfg, pairs: []pair{{tl, newOracle(cfg)}}}
 }
 

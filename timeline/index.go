@@ -125,6 +125,7 @@ type intervalIndex struct {
 	// size is the chunk capacity: maxKeys, or less in tests, so that the
 	// differential test's small timelines split and merge chunks too.
 	size int
+	flat flatKeys // every key in one array, while there are few
 }
 
 // classDir lists the chunks of a class in order, for scans: the start of
@@ -222,6 +223,7 @@ func (x *intervalIndex) insert(s *span) {
 		x.mask |= 1 << k
 	}
 	key := keyOf(s)
+	x.flat.add(key)
 	c, ok := chunkOf(tr, key)
 	if !ok {
 		x.put(k, ichunk{}, append(make([]ikey, 0, 4), key))
@@ -274,8 +276,10 @@ func (x *intervalIndex) delete(s *span) {
 	if len(c.b.keys) == 1 {
 		tr.Delete(c)
 		x.dir[k].ok = false
+		x.flat.remove(x, key)
 		return
 	}
+	defer x.flat.remove(x, key)
 	keys := slices.Delete(x.owned(c), i, i+1)
 	size := x.capacity()
 	if len(keys) >= max(size/4, 2) {
@@ -317,7 +321,7 @@ func (x *intervalIndex) delete(s *span) {
 
 func (x *intervalIndex) clone() intervalIndex {
 	x.own = new(owner)
-	out := intervalIndex{mask: x.mask, fl: x.fl, own: new(owner), size: x.size}
+	out := intervalIndex{mask: x.mask, fl: x.fl, own: new(owner), size: x.size, flat: x.flat.clone()}
 	for m := x.mask; m != 0; m &= m - 1 {
 		k := bits.TrailingZeros64(m)
 		out.cls[k] = x.cls[k].Clone()

@@ -1,6 +1,7 @@
 package timeline
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -26,15 +27,49 @@ func testChunks(t *testing.T, size int) {
 		want []ikey
 	}
 	r := rand.New(rand.NewPCG(7, 7))
-	x := &intervalIndex{size: size}
+	// A flat array of at most 120 keys: on while growing to 120, off
+	// beyond, rebuilt when shrinking to 60, off again when growing.
+	x := &intervalIndex{size: size, flat: flatKeys{max: 120, on: true}}
 	var want []ikey
 	var clones []copyOf
 	next := SpanID(0)
+	var flatOn, flatOff, flatRebuilt int // checks that found it on, off, on after off
 	check := func(x *intervalIndex, want []ikey, when string) {
 		t.Helper()
 		got := keysFrom(x, 3, ikey{start: math.MinInt64})
 		if !slices.Equal(got, want) {
 			t.Fatalf("%s: %d keys, want %d", when, len(got), len(want))
+		}
+		if f := &x.flat; f.n != len(want) {
+			t.Fatalf("%s: flat array counts %d keys, want %d", when, f.n, len(want))
+		} else if f.on {
+			if !slices.Equal(f.keys, want) {
+				t.Fatalf("%s: flat array of %d keys, want %d (the same as the classes')", when, len(f.keys), len(want))
+			}
+			if flatOn++; flatOff > 0 {
+				flatRebuilt++
+			}
+		} else {
+			flatOff++
+		}
+		// scan gives the keys visit gives, as a set.
+		if len(want) > 0 {
+			a := want[r.IntN(len(want))].start + Time(r.IntN(5)-2)
+			b := a + Time(r.IntN(20))
+			box := run{int32(r.IntN(15)), int32(5 + r.IntN(15))}
+			var byVisit, byScan []ikey
+			x.visit(a, b, box, func(k ikey) bool { byVisit = append(byVisit, k); return true })
+			x.scan(a, b, box, func(k ikey) { byScan = append(byScan, k) })
+			var startsV, startsS []ikey
+			x.visitStarts(a, b, box, func(k ikey) bool { startsV = append(startsV, k); return true })
+			x.scanStarts(a, b, box, func(k ikey) { startsS = append(startsS, k) })
+			for _, l := range [][]ikey{byVisit, byScan, startsV, startsS} {
+				slices.SortFunc(l, func(p, q ikey) int { return cmp.Compare(p.s.id, q.s.id) })
+			}
+			if !slices.Equal(byVisit, byScan) || !slices.Equal(startsV, startsS) {
+				t.Fatalf("%s (flat on %v): scan [%d, %d) in %v: %d keys, %d starting, visit %d, %d",
+					when, x.flat.on, a, b, box, len(byScan), len(startsS), len(byVisit), len(startsV))
+			}
 		}
 		tr := x.cls[3]
 		if tr == nil {
@@ -133,7 +168,10 @@ func testChunks(t *testing.T, size int) {
 	if len(want) < 1000 || chunks < len(want)/x.capacity() {
 		t.Fatalf("%d keys in %d chunks: the test did not reach the splits", len(want), chunks)
 	}
-	t.Logf("%d keys in %d chunks", len(want), chunks)
+	if flatOn == 0 || flatOff == 0 || flatRebuilt == 0 {
+		t.Fatalf("the flat array was on at %d checks, off at %d, rebuilt at %d: the test did not reach each state", flatOn, flatOff, flatRebuilt)
+	}
+	t.Logf("%d keys in %d chunks; flat array on at %d checks (%d after a rebuild), off at %d", len(want), chunks, flatOn, flatRebuilt, flatOff)
 }
 
 // keysFrom returns the keys of class k at or after from, in order.

@@ -278,16 +278,14 @@ func (t *Timeline) collect(start, end Time, w NodeSet) []seg {
 		clear(m.keys) // let go of the spans it held
 		*m = metWindow{ok: true, version: t.version, start: start, box: box, keys: m.keys[:0]}
 		keys := m.keys
-		t.nodeIdx.visit(start, end, box, func(k ikey) bool {
+		t.nodeIdx.scan(start, end, box, func(k ikey) {
 			keys = append(keys, k)
-			return true
 		})
 		m.keys, m.end = keys, end
 	} else if end > m.end {
 		keys := m.keys
-		t.nodeIdx.visitStarts(m.end, end, box, func(k ikey) bool {
+		t.nodeIdx.scanStarts(m.end, end, box, func(k ikey) {
 			keys = append(keys, k)
-			return true
 		})
 		m.keys, m.end = keys, end
 	}
@@ -326,11 +324,10 @@ func (t *Timeline) advance(segs []seg, start, seen, end Time, w NodeSet) []seg {
 	segs = kept
 	wlo, whi := w.runs[0].lo, w.runs[len(w.runs)-1].hi
 	skip := t.skip
-	t.nodeIdx.visitStarts(seen, end, run{wlo, whi}, func(k ikey) bool {
+	t.nodeIdx.scanStarts(seen, end, run{wlo, whi}, func(k ikey) {
 		if k.end > start && k.s != skip { // a short span may have come and gone
 			segs = appendSegs(segs, k, wlo, whi)
 		}
-		return true
 	})
 	t.segs = segs
 	return segs
