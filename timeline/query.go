@@ -272,6 +272,23 @@ func (t *Timeline) collect(start, end Time, w NodeSet) []seg {
 		return segs
 	}
 	wlo, whi := w.runs[0].lo, w.runs[len(w.runs)-1].hi
+	skip := t.skip
+	if f := &t.nodeIdx.flat; f.on {
+		// One pass over the flat array costs less than keeping and
+		// reading the keys again.
+		keys := f.keys[f.from(start-f.maxDur):]
+		for i := range keys {
+			k := &keys[i]
+			if k.start >= end {
+				break
+			}
+			if k.end > start && k.bound() > wlo && k.lo < whi && k.s != skip {
+				segs = appendSegs(segs, *k, wlo, whi)
+			}
+		}
+		t.segs = segs
+		return segs
+	}
 	box := run{wlo, whi}
 	m := &t.met
 	if !m.ok || m.version != t.version || m.start != start || m.box != box {
@@ -289,7 +306,6 @@ func (t *Timeline) collect(start, end Time, w NodeSet) []seg {
 		})
 		m.keys, m.end = keys, end
 	}
-	skip := t.skip
 	for _, k := range m.keys {
 		if k.start < end && k.s != skip {
 			segs = appendSegs(segs, k, wlo, whi)
