@@ -41,6 +41,26 @@ func (b *nodeBits) set(lo, hi int32) int {
 	return n
 }
 
+// fill sets the bits of [lo, hi), like set without counting: a search
+// paints every span of its window, and only the free runs left matter.
+func (b *nodeBits) fill(lo, hi int32) {
+	lo, hi = lo-b.base, hi-b.base
+	if lo >= hi {
+		return
+	}
+	w, last := lo>>6, (hi-1)>>6
+	words := b.words[w : last+1]
+	if len(words) == 1 {
+		words[0] |= wordBits(lo, hi)
+		return
+	}
+	words[0] |= ^uint64(0) << uint(lo&63)
+	for i := 1; i < len(words)-1; i++ {
+		words[i] = ^uint64(0)
+	}
+	words[len(words)-1] |= ^uint64(0) >> uint(63-(hi-1)&63)
+}
+
 // wordBits returns the bits of [lo, end) (relative to base) in the word
 // holding lo; end must not pass that word's end.
 func wordBits(lo, end int32) uint64 {
@@ -116,7 +136,7 @@ func (t *Timeline) freeRuns(segs []seg, w []run) ([]run, int) {
 	b := &t.bits
 	b.reset(w[0].lo, w[len(w)-1].hi)
 	for _, s := range segs {
-		b.set(s.lo, s.hi)
+		b.fill(s.lo, s.hi)
 	}
 	out := t.runs[:0]
 	for _, r := range w {

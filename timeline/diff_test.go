@@ -105,6 +105,15 @@ func newScenario(t testing.TB, src source) *scenario {
 		tl.nodeIdx.size = 2 + src.intn(3)
 		tl.poolIdx.size = tl.nodeIdx.size
 	}
+	switch src.intn(3) {
+	case 0:
+		// No flat array: scans go class by class.
+		tl.nodeIdx.flat = flatKeys{}
+	case 1:
+		// A flat array of a few keys, dropped and rebuilt as the
+		// timeline grows and shrinks.
+		tl.nodeIdx.flat.max = 2 + src.intn(6)
+	}
 	return &scenario{t: t, src: src, cfg: cfg, pairs: []pair{{tl, newOracle(cfg)}}}
 }
 
@@ -507,8 +516,20 @@ func (sc *scenario) checkInvariants(p pair) {
 	}
 	n := 0
 	for _, x := range []*intervalIndex{&tl.nodeIdx, &tl.poolIdx} {
+		if x.flat.on && x.mask != 0 {
+			sc.fail("classes in use (mask %x) with the flat array on", x.mask)
+		}
 		for k := range x.cls {
-			for _, it := range keysFrom(x, k, ikey{start: math.MinInt64}) {
+			keys := keysFrom(x, k, ikey{start: math.MinInt64})
+			if x.flat.on {
+				keys = nil
+				for _, it := range x.flat.keys {
+					if classOf(it.s) == k {
+						keys = append(keys, it)
+					}
+				}
+			}
+			for _, it := range keys {
 				n++
 				if classOf(it.s) != k || it.start != it.s.start {
 					sc.fail("span %d [%d, %d) in class %d", it.s.id, it.s.start, it.s.end, k)

@@ -125,6 +125,7 @@ type intervalIndex struct {
 	// size is the chunk capacity: maxKeys, or less in tests, so that the
 	// differential test's small timelines split and merge chunks too.
 	size int
+	flat flatKeys // every key in one array, while there are few (see flatKeys)
 }
 
 // classDir lists the chunks of a class in order, for scans: the start of
@@ -207,7 +208,7 @@ func (x *intervalIndex) put(k int, old ichunk, keys []ikey) {
 	tr.ReplaceOrInsert(ichunk{first: keys[0], b: &ibox{keys: keys, own: x.own}})
 }
 
-func (x *intervalIndex) insert(s *span) {
+func (x *intervalIndex) classInsert(s *span) {
 	k := classOf(s)
 	tr := x.cls[k]
 	if tr == nil {
@@ -259,28 +260,32 @@ func (x *intervalIndex) insert(s *span) {
 	x.put(k, c, keys)
 }
 
-func (x *intervalIndex) delete(s *span) {
+// classDelete deletes s from its class and reports whether it was there.
+func (x *intervalIndex) classDelete(s *span) bool {
 	k := classOf(s)
 	tr := x.cls[k]
+	if tr == nil {
+		return false
+	}
 	key := keyOf(s)
 	c, ok := chunkOf(tr, key)
 	if !ok {
-		return
+		return false
 	}
 	i := sort.Search(len(c.b.keys), func(i int) bool { return !ikeyLess(c.b.keys[i], key) })
 	if i == len(c.b.keys) || c.b.keys[i].s != s {
-		return
+		return false
 	}
 	if len(c.b.keys) == 1 {
 		tr.Delete(c)
 		x.dir[k].ok = false
-		return
+		return true
 	}
 	keys := slices.Delete(x.owned(c), i, i+1)
 	size := x.capacity()
 	if len(keys) >= max(size/4, 2) {
 		x.put(k, c, keys)
-		return
+		return true
 	}
 	// Merge with the next chunk, or else the previous one, when they fit.
 	var next, prev ichunk
@@ -313,11 +318,12 @@ func (x *intervalIndex) delete(s *span) {
 	default:
 		x.put(k, c, keys)
 	}
+	return true
 }
 
 func (x *intervalIndex) clone() intervalIndex {
 	x.own = new(owner)
-	out := intervalIndex{mask: x.mask, fl: x.fl, own: new(owner), size: x.size}
+	out := intervalIndex{mask: x.mask, fl: x.fl, own: new(owner), size: x.size, flat: x.flat.clone()}
 	for m := x.mask; m != 0; m &= m - 1 {
 		k := bits.TrailingZeros64(m)
 		out.cls[k] = x.cls[k].Clone()
@@ -367,9 +373,13 @@ func (x *intervalIndex) directory(k int) *classDir {
 
 // visit calls fn for every span overlapping [start, end) (span.start < end
 // and span.end > start) whose node bounds meet box, class by class and by
-// (start, end) within a class, until fn returns false. fn must not modify the
-// index.
+// (start, end) within a class (in key order when the flat array is on),
+// until fn returns false. fn must not modify the index.
 func (x *intervalIndex) visit(start, end Time, box run, fn func(ikey) bool) {
+	if x.flat.on {
+		x.flat.visit(start, end, box, fn)
+		return
+	}
 	if end <= start {
 		return
 	}
@@ -397,9 +407,13 @@ func (x *intervalIndex) visit(start, end Time, box run, fn func(ikey) bool) {
 }
 
 // visitStarts calls fn for every span starting in [from, to) whose node
-// bounds meet box, class by class, until fn returns false. fn must not modify
-// the index.
+// bounds meet box, class by class (in key order when the flat array is
+// on), until fn returns false. fn must not modify the index.
 func (x *intervalIndex) visitStarts(from, to Time, box run, fn func(ikey) bool) {
+	if x.flat.on {
+		x.flat.visitStarts(from, to, box, fn)
+		return
+	}
 	if to <= from {
 		return
 	}

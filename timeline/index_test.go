@@ -1,6 +1,7 @@
 package timeline
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -26,15 +27,59 @@ func testChunks(t *testing.T, size int) {
 		want []ikey
 	}
 	r := rand.New(rand.NewPCG(7, 7))
-	x := &intervalIndex{size: size}
+	// A flat array of at most 120 keys: on while growing to 120, off
+	// beyond, rebuilt when shrinking to 60, off again when growing.
+	x := &intervalIndex{size: size, flat: flatKeys{max: 120, on: true}}
 	var want []ikey
 	var clones []copyOf
 	next := SpanID(0)
+	var flatOn, flatOff, flatRebuilt int // checks that found it on, off, on after off
 	check := func(x *intervalIndex, want []ikey, when string) {
 		t.Helper()
-		got := keysFrom(x, 3, ikey{start: math.MinInt64})
-		if !slices.Equal(got, want) {
-			t.Fatalf("%s: %d keys, want %d", when, len(got), len(want))
+		if f := &x.flat; f.n != len(want) {
+			t.Fatalf("%s: the index counts %d keys, want %d", when, f.n, len(want))
+		} else if f.on {
+			if !slices.Equal(f.keys, want) {
+				t.Fatalf("%s: flat array of %d keys, want %d", when, len(f.keys), len(want))
+			}
+			if x.mask != 0 || x.cls[3] != nil {
+				t.Fatalf("%s: classes in use (mask %x) with the flat array on", when, x.mask)
+			}
+			if flatOn++; flatOff > 0 {
+				flatRebuilt++
+			}
+		} else {
+			flatOff++
+			got := keysFrom(x, 3, ikey{start: math.MinInt64})
+			if !slices.Equal(got, want) {
+				t.Fatalf("%s: %d keys, want %d", when, len(got), len(want))
+			}
+		}
+		// scan gives the keys visit gives, as a set.
+		if len(want) > 0 {
+			a := want[r.IntN(len(want))].start + Time(r.IntN(5)-2)
+			b := a + 1 + Time(r.IntN(20))
+			box := run{int32(r.IntN(15)), int32(5 + r.IntN(15))}
+			var overlap, starting, wantOverlap, wantStarting []ikey
+			x.visit(a, b, box, func(k ikey) bool { overlap = append(overlap, k); return true })
+			x.visitStarts(a, b, box, func(k ikey) bool { starting = append(starting, k); return true })
+			for _, k := range want {
+				if k.bound() > box.lo && k.lo < box.hi {
+					if k.start < b && k.end > a {
+						wantOverlap = append(wantOverlap, k)
+					}
+					if k.start >= a && k.start < b {
+						wantStarting = append(wantStarting, k)
+					}
+				}
+			}
+			for _, l := range [][]ikey{overlap, starting, wantOverlap, wantStarting} {
+				slices.SortFunc(l, func(p, q ikey) int { return cmp.Compare(p.s.id, q.s.id) })
+			}
+			if !slices.Equal(overlap, wantOverlap) || !slices.Equal(starting, wantStarting) {
+				t.Fatalf("%s (flat on %v): [%d, %d) in %v: visit %d keys, %d starting; want %d, %d",
+					when, x.flat.on, a, b, box, len(overlap), len(starting), len(wantOverlap), len(wantStarting))
+			}
 		}
 		tr := x.cls[3]
 		if tr == nil {
@@ -54,7 +99,7 @@ func testChunks(t *testing.T, size int) {
 			return true
 		})
 		// Every key from a random probe on, as visit asks for them.
-		if len(want) > 0 {
+		if len(want) > 0 && !x.flat.on {
 			from := want[r.IntN(len(want))].start + Time(r.IntN(3)-1)
 			tail := keysFrom(x, 3, ikey{start: from})
 			tail = tail[:min(100, len(tail))]
@@ -133,7 +178,10 @@ func testChunks(t *testing.T, size int) {
 	if len(want) < 1000 || chunks < len(want)/x.capacity() {
 		t.Fatalf("%d keys in %d chunks: the test did not reach the splits", len(want), chunks)
 	}
-	t.Logf("%d keys in %d chunks", len(want), chunks)
+	if flatOn == 0 || flatOff == 0 || flatRebuilt == 0 {
+		t.Fatalf("the flat array was on at %d checks, off at %d, rebuilt at %d: the test did not reach each state", flatOn, flatOff, flatRebuilt)
+	}
+	t.Logf("%d keys in %d chunks; flat array on at %d checks (%d after a rebuild), off at %d", len(want), chunks, flatOn, flatRebuilt, flatOff)
 }
 
 // keysFrom returns the keys of class k at or after from, in order.

@@ -638,39 +638,48 @@ func (t *Timeline) reach(r *freedRect) {
 		}
 		return m
 	}
-	x := &t.nodeIdx
-	for m := x.mask; m != 0; m &= m - 1 {
-		x.ascend(bits.TrailingZeros64(m), ikey{start: r.end}, func(keys []ikey) bool {
-			for i := range keys {
-				it := &keys[i]
-				if it.start >= latest {
-					return false
-				}
-				if it.bound() <= lo || it.lo >= hi {
-					continue
-				}
-				if it.hi > 0 {
-					lift(it.lo, it.hi, it.start, it.s)
-				} else {
-					for _, sr := range it.s.nodes.runs {
-						lift(sr.lo, sr.hi, it.start, it.s)
-					}
-				}
-				if uncovered == 0 && latest == MaxTime {
-					latest = latestNow()
+	// take lifts the nodes of key it; false once no key starting later
+	// can lower a first start.
+	take := func(keys []ikey) bool {
+		for i := range keys {
+			it := &keys[i]
+			if it.start >= latest {
+				return false
+			}
+			if it.bound() <= lo || it.lo >= hi {
+				continue
+			}
+			if it.hi > 0 {
+				lift(it.lo, it.hi, it.start, it.s)
+			} else {
+				for _, sr := range it.s.nodes.runs {
+					lift(sr.lo, sr.hi, it.start, it.s)
 				}
 			}
-			return true
-		})
-		if uncovered == 0 {
-			latest = latestNow()
+			if uncovered == 0 && latest == MaxTime {
+				latest = latestNow()
+			}
+		}
+		return true
+	}
+	x := &t.nodeIdx
+	if f := &x.flat; f.on {
+		// One pass in start order: a span starting at or after the
+		// latest first start lowers none.
+		take(f.keys[f.from(r.end):])
+	} else {
+		for m := x.mask; m != 0; m &= m - 1 {
+			x.ascend(bits.TrailingZeros64(m), ikey{start: r.end}, take)
+			if uncovered == 0 {
+				latest = latestNow()
+			}
 		}
 	}
 	// The spans over the window before r.end, by start: on each node, the
 	// free time between them.
 	back := max(t.res.origin, r.start-(r.end-r.start))
 	segs := t.gapSegs[:0]
-	x.visit(back, r.end, run{lo, hi}, func(k ikey) bool {
+	x.scan(back, r.end, run{lo, hi}, func(k ikey) {
 		if k.hi > 0 {
 			segs = append(segs, gapSeg{k.start, k.end, k.lo, k.hi, k.s.id})
 		} else {
@@ -680,7 +689,6 @@ func (t *Timeline) reach(r *freedRect) {
 				}
 			}
 		}
-		return true
 	})
 	segs = t.sortGapSegs(segs)
 	t.gapSegs = segs

@@ -272,26 +272,40 @@ func (t *Timeline) collect(start, end Time, w NodeSet) []seg {
 		return segs
 	}
 	wlo, whi := w.runs[0].lo, w.runs[len(w.runs)-1].hi
+	skip := t.skip
+	if f := &t.nodeIdx.flat; f.on {
+		// One pass over the flat array costs less than keeping and
+		// reading the keys again.
+		keys := f.keys[f.from(start-f.maxDur):]
+		for i := range keys {
+			k := &keys[i]
+			if k.start >= end {
+				break
+			}
+			if k.end > start && k.bound() > wlo && k.lo < whi && k.s != skip {
+				segs = appendSegs(segs, *k, wlo, whi)
+			}
+		}
+		t.segs = segs
+		return segs
+	}
 	box := run{wlo, whi}
 	m := &t.met
 	if !m.ok || m.version != t.version || m.start != start || m.box != box {
 		clear(m.keys) // let go of the spans it held
 		*m = metWindow{ok: true, version: t.version, start: start, box: box, keys: m.keys[:0]}
 		keys := m.keys
-		t.nodeIdx.visit(start, end, box, func(k ikey) bool {
+		t.nodeIdx.scan(start, end, box, func(k ikey) {
 			keys = append(keys, k)
-			return true
 		})
 		m.keys, m.end = keys, end
 	} else if end > m.end {
 		keys := m.keys
-		t.nodeIdx.visitStarts(m.end, end, box, func(k ikey) bool {
+		t.nodeIdx.scanStarts(m.end, end, box, func(k ikey) {
 			keys = append(keys, k)
-			return true
 		})
 		m.keys, m.end = keys, end
 	}
-	skip := t.skip
 	for _, k := range m.keys {
 		if k.start < end && k.s != skip {
 			segs = appendSegs(segs, k, wlo, whi)
@@ -326,11 +340,10 @@ func (t *Timeline) advance(segs []seg, start, seen, end Time, w NodeSet) []seg {
 	segs = kept
 	wlo, whi := w.runs[0].lo, w.runs[len(w.runs)-1].hi
 	skip := t.skip
-	t.nodeIdx.visitStarts(seen, end, run{wlo, whi}, func(k ikey) bool {
+	t.nodeIdx.scanStarts(seen, end, run{wlo, whi}, func(k ikey) {
 		if k.end > start && k.s != skip { // a short span may have come and gone
 			segs = appendSegs(segs, k, wlo, whi)
 		}
-		return true
 	})
 	t.segs = segs
 	return segs

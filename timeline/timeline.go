@@ -289,6 +289,7 @@ func New(cfg Config) (*Timeline, error) {
 		dims: make([]counter, 1+len(cfg.Pools)),
 		byID: btree.NewG(btreeDegree, idLess),
 	}
+	t.nodeIdx.flat = flatKeys{max: flatMax, on: true}
 	fl := btree.NewFreeListG[chunk](btree.DefaultFreeListSize)
 	t.dims[0] = newCounter(int64(len(cfg.Nodes)), cfg.Origin, fl)
 	for i, p := range cfg.Pools {
