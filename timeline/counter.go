@@ -380,3 +380,71 @@ func (c *counter) earliest(amount int64, from Time, d Duration, horizon Time, a,
 	}
 	return cand, true
 }
+
+// room reports whether some start c in [lo, hi) has amount units free
+// throughout [c, c+d), with c+d <= horizon, counting use units fewer in
+// use over [a, b) as earliest does (a span there counted as gone). It is
+// earliest bounded by hi, without its callbacks: MoveEarlier's memos ask
+// it millions of times over a replay (see countRoom).
+func (c *counter) room(amount int64, lo, hi Time, d Duration, horizon, a, b Time, use int64) bool {
+	hi = min(hi, horizon-Time(d)+1)
+	if lo >= hi {
+		return false
+	}
+	limit := c.size - amount
+	cand := lo
+	// blocked handles a stretch [x, y) with more than limit in use: it
+	// reports (done, ok).
+	blocked := func(x, y Time) (bool, bool) {
+		if x-cand >= Time(d) {
+			return true, true
+		}
+		cand = y
+		return cand >= hi, false
+	}
+	dir := c.directory()
+	k := dir.chunkIndex(lo)
+	i := floorIndex(dir.boxes[k].pts, lo)
+	for ; k < len(dir.boxes); k++ {
+		pts := dir.boxes[k].pts
+		for ; i < len(pts); i++ {
+			p := pts[i]
+			x, y := max(p.t, lo), MaxTime
+			if i+1 < len(pts) {
+				y = pts[i+1].t
+			} else if k+1 < len(dir.boxes) {
+				y = dir.boxes[k+1].pts[0].t
+			}
+			if x-cand >= Time(d) {
+				return true
+			}
+			if p.used <= limit {
+				continue
+			}
+			if use == 0 || b <= x || a >= y {
+				if done, ok := blocked(x, y); done {
+					return ok
+				}
+				continue
+			}
+			// [x, y) meets [a, b): less in use over the overlap.
+			if a > x {
+				if done, ok := blocked(x, a); done {
+					return ok
+				}
+			}
+			if p.used-use > limit {
+				if done, ok := blocked(max(x, a), min(y, b)); done {
+					return ok
+				}
+			}
+			if b < y {
+				if done, ok := blocked(b, y); done {
+					return ok
+				}
+			}
+		}
+		i = 0
+	}
+	return cand < hi
+}

@@ -130,3 +130,77 @@ func TestCounterRandom(t *testing.T) {
 		}
 	}
 }
+
+// TestCounterRoom checks room against a per-second array, with and without
+// a span counted as gone, over windows that cross chunk boundaries: a room
+// that misses a start where the count fits would let MoveEarlier's memos
+// skip a span that could move (see countRoom).
+func TestCounterRoom(t *testing.T) {
+	t.Parallel()
+	const horizon = 2000
+	r := rand.New(rand.NewPCG(21, 22))
+	type use struct {
+		s, e Time
+		v    int64
+	}
+	checked, found := 0, 0
+	for round := range 40 {
+		size := int64(2 + r.IntN(12))
+		cv := newCounter(size, 0, btree.NewFreeListG[chunk](4))
+		c := &cv
+		var used [horizon + 1]int64
+		var uses []use
+		for range 300 {
+			s := Time(r.IntN(horizon))
+			e := s + 1 + Time(r.IntN(60))
+			e = min(e, horizon)
+			v := int64(1 + r.IntN(3))
+			ok := true
+			for x := s; x < e; x++ {
+				ok = ok && used[x]+v <= size
+			}
+			if !ok {
+				continue
+			}
+			c.add(s, e, v)
+			for x := s; x < e; x++ {
+				used[x] += v
+			}
+			uses = append(uses, use{s, e, v})
+		}
+		for range 400 {
+			var a, b Time
+			var gone int64
+			if r.IntN(2) == 0 && len(uses) > 0 {
+				u := uses[r.IntN(len(uses))]
+				a, b, gone = u.s, u.e, u.v
+			}
+			amount := int64(1 + r.IntN(int(size)))
+			lo := Time(r.IntN(horizon))
+			hi := lo + 1 + Time(r.IntN(300))
+			d := Duration(1 + r.IntN(80))
+			want := false
+			for s := lo; s < hi && s+Time(d) <= horizon && !want; s++ {
+				fits := true
+				for x := s; x < s+Time(d) && fits; x++ {
+					u := used[x]
+					if x >= a && x < b {
+						u -= gone
+					}
+					fits = u+amount <= size
+				}
+				want = fits
+			}
+			got := c.room(amount, lo, hi, d, horizon, a, b, gone)
+			if got != want {
+				t.Fatalf("round %d: room(%d, [%d, %d), d %d, gone %d over [%d, %d)) = %v, want %v",
+					round, amount, lo, hi, d, gone, a, b, got, want)
+			}
+			checked++
+			if want {
+				found++
+			}
+		}
+	}
+	t.Logf("%d queries, %d with room", checked, found)
+}

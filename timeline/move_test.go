@@ -3,6 +3,7 @@ package timeline
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -284,5 +285,67 @@ func TestSortHelpers(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestStaleCountsOwnNodesFree checks the node-count test Stale makes
+// before it reports a plan (see countRoom) on plans that can move only
+// into windows overlapping their own place, where the count has room only
+// with the plan's own nodes counted as free, and only at the very first
+// or last start of the range a freed area admits.
+func TestStaleCountsOwnNodesFree(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		blockEnd  Time // a 2-node span [0, blockEnd) truncated to cut
+		cut       Time
+		planStart Time // a 4-node plan of 50 s, asked first from 0
+		want      Time // its start after the cut
+	}{
+		{"overlaps itself", 80, 60, 80, 60},
+		{"moves to its old start minus one", 81, 80, 81, 80},
+		{"freed area ends at the plan", 80, 0, 80, 0},
+		{"adjacent, no overlap", 50, 0, 50, 0},
+		{"a second left", 80, 79, 80, 79},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{}
+			for i := range 4 {
+				cfg.Nodes = append(cfg.Nodes, fmt.Sprintf("n%d", i))
+			}
+			tl, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tl.Add(Span{ID: 1, Start: 0, End: tc.blockEnd, Nodes: Range(0, 2)}); err != nil {
+				t.Fatal(err)
+			}
+			if err := tl.Add(Span{ID: 2, Start: tc.planStart, End: tc.planStart + 50, Nodes: Range(0, 4)}); err != nil {
+				t.Fatal(err)
+			}
+			req := Request{Nodes: 4}
+			if s, moved := tl.MoveEarlier(2, req, 0); moved {
+				t.Fatalf("moved to %d before anything was freed", s.Start)
+			}
+			tl.Stale(func(SpanID) {})
+			if tc.cut == 0 {
+				err = tl.Remove(1)
+			} else {
+				err = tl.Truncate(1, tc.cut)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var reported []SpanID
+			tl.Stale(func(id SpanID) { reported = append(reported, id) })
+			if !slices.Equal(reported, []SpanID{2}) {
+				t.Fatalf("Stale reported %v, want [2]: the plan can start at %d", reported, tc.want)
+			}
+			s, moved := tl.MoveEarlier(2, req, 0)
+			if !moved || s.Start != tc.want {
+				t.Fatalf("MoveEarlier: start %d moved %v, want %d", s.Start, moved, tc.want)
+			}
+		})
 	}
 }
