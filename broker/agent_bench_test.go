@@ -22,14 +22,7 @@ import (
 // loopback TCP, and 16 clients of alice.
 func benchAgents(b *testing.B, n int) benchSetup {
 	b.Helper()
-	br, err := broker.New(broker.Options{Listen: "127.0.0.1:0", StateDir: b.TempDir(), Logger: testLogger()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := br.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(br.Shutdown)
+	br := benchBroker(b, broker.Options{})
 	names, _ := hostlist.Parse("node[0-15]")
 	rt, err := br.RunInstances(broker.Resources{RunAsSelf: true, AllowRootJobs: true, Nodes: names, Policy: instance.EASY, KillGrace: time.Second,
 		Agents: &broker.AgentConfig{}})
@@ -85,14 +78,7 @@ func benchAgent(b *testing.B, br *broker.Broker, creds string, nodes []string) {
 // a time, so that the figure is latency, not throughput; p50-ms and
 // p99-ms are over the b.N starts.
 func BenchmarkAgentStart(b *testing.B) {
-	br, err := broker.New(broker.Options{Listen: "127.0.0.1:0", StateDir: b.TempDir(), Logger: testLogger()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := br.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(br.Shutdown)
+	br := benchBroker(b, broker.Options{})
 	rm, err := agent.NewRemote(agent.RemoteOptions{Commands: br.Conn(), Serve: br.Conn(), Nodes: []string{"n0"}, Log: testLogger()})
 	if err != nil {
 		b.Fatal(err)

@@ -17,14 +17,7 @@ func BenchmarkCall(b *testing.B) {
 		clients int // 0: b.RunParallel on one connection
 	}{{"serial", 1}, {"parallel", 0}, {"clients=16", 16}} {
 		b.Run(par.name, func(b *testing.B) {
-			br, err := broker.New(broker.Options{Listen: "127.0.0.1:0", StateDir: b.TempDir(), Logger: testLogger()})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := br.Start(); err != nil {
-				b.Fatal(err)
-			}
-			defer br.Shutdown()
+			br := benchBroker(b, broker.Options{})
 			if _, err := br.ServeInstance("root", toy(nil)); err != nil {
 				b.Fatal(err)
 			}
@@ -69,14 +62,7 @@ func BenchmarkCall(b *testing.B) {
 // close. cpu-µs/conn is the CPU of this process, the server's side and the
 // client's both.
 func BenchmarkConnect(b *testing.B) {
-	br, err := broker.New(broker.Options{Listen: "127.0.0.1:0", StateDir: b.TempDir(), Logger: testLogger()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := br.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer br.Shutdown()
+	br := benchBroker(b, broker.Options{})
 	if _, err := br.ServeInstance("root", toy(nil)); err != nil {
 		b.Fatal(err)
 	}
@@ -107,4 +93,20 @@ func BenchmarkConnect(b *testing.B) {
 			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/conn")
 		})
 	}
+}
+
+// benchBroker starts a broker for a benchmark with o's settings, on a free
+// port and a fresh state directory, and shuts it down when b ends.
+func benchBroker(b *testing.B, o broker.Options) *broker.Broker {
+	b.Helper()
+	o.Listen, o.StateDir, o.Logger = "127.0.0.1:0", b.TempDir(), testLogger()
+	br, err := broker.New(o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := br.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(br.Shutdown)
+	return br
 }

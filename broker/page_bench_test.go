@@ -66,14 +66,7 @@ func BenchmarkJobsList(b *testing.B) {
 
 // benchList starts a broker with the runtime on 16 nodes.
 func benchList(b *testing.B) (*broker.Broker, *broker.Runtime) {
-	br, err := broker.New(broker.Options{Listen: "127.0.0.1:0", StateDir: b.TempDir(), Logger: testLogger()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := br.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(br.Shutdown)
+	br := benchBroker(b, broker.Options{})
 	nodes, _ := hostlist.Parse("n[0-15]")
 	rt, err := br.RunInstances(broker.Resources{RunAsSelf: true, AllowRootJobs: true, Nodes: nodes, Policy: instance.EASY, KillGrace: time.Second})
 	if err != nil {

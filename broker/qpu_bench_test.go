@@ -27,14 +27,7 @@ import (
 //
 //	go test -run '^$' -bench QPUPull -benchtime 2000x ./broker/
 func BenchmarkQPUPull(b *testing.B) {
-	br, err := broker.New(broker.Options{Listen: "127.0.0.1:0", StateDir: b.TempDir(), Logger: testLogger()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := br.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(br.Shutdown)
+	br := benchBroker(b, broker.Options{})
 	nodes, _ := hostlist.Parse("n[0-3]")
 	rt, err := br.RunInstances(broker.Resources{RunAsSelf: true, AllowRootJobs: true, Nodes: nodes, QPUs: []timeline.Pool{{Name: "qpu0", Size: 4}}, Policy: instance.EASY,
 		QPUHeartbeat: time.Hour}) // no executor loses its job while the benchmark holds it

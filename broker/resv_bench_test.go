@@ -28,14 +28,7 @@ import (
 // datBench starts a broker over 16 nodes with an admin and a listed user.
 func datBench(b *testing.B) (admin, alice *client.Client) {
 	b.Helper()
-	br, err := broker.New(broker.Options{Listen: "127.0.0.1:0", StateDir: b.TempDir(), Logger: testLogger()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := br.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(br.Shutdown)
+	br := benchBroker(b, broker.Options{})
 	names, _ := hostlist.Parse("n[0-15]")
 	rt, err := br.RunInstances(broker.Resources{RunAsSelf: true, AllowRootJobs: true, Nodes: names, Policy: instance.EASY, KillGrace: time.Second})
 	if err != nil {

@@ -42,14 +42,7 @@ func benchRuntime(b *testing.B, nodes string, clients int, ex executor.Executor)
 // benchRuntimeSync is benchRuntime with the embedded server's sync setting.
 func benchRuntimeSync(b *testing.B, nodes string, clients int, ex executor.Executor, sync broker.Sync) (*broker.Broker, []*client.Client) {
 	b.Helper()
-	br, err := broker.New(broker.Options{Listen: "127.0.0.1:0", StateDir: b.TempDir(), Logger: testLogger(), Sync: sync})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := br.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(br.Shutdown)
+	br := benchBroker(b, broker.Options{Sync: sync})
 	names, err := hostlist.Parse(nodes)
 	if err != nil {
 		b.Fatal(err)
