@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -92,9 +93,13 @@ func BenchmarkAgentStart(b *testing.B) {
 	}
 	benchAgent(b, br, saveCreds(b, "a0", string(creds)), []string{"n0"})
 	b.Cleanup(func() { rm.Close() })
+	// Cleanups run last first: ended is set before rm and the broker
+	// close, after which a release of a late exit may fail.
+	var ended atomic.Bool
+	b.Cleanup(func() { ended.Store(true) })
 	go func() { // release every exit, as the broker does once it is durable
 		for x := range rm.Exits() {
-			if err := rm.Release(x.ID); err != nil {
+			if err := rm.Release(x.ID); err != nil && !ended.Load() {
 				panic(err)
 			}
 		}
