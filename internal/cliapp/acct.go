@@ -31,7 +31,7 @@ func acctCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "user", Aliases: []string{"u"}, Usage: "this user's jobs ('*': every user's; admins only)"},
 			&cli.StringFlag{Name: "state", Usage: "only jobs that ended in these states: completed, failed, cancelled, timeout, killed"},
-			&cli.StringFlag{Name: "since", Usage: "jobs that ended at or after TIME (default: midnight today)"},
+			&cli.StringFlag{Name: "since", Usage: "jobs that ended at or after TIME (default: midnight today, or of the day --until falls in)"},
 			&cli.StringFlag{Name: "until", Usage: "jobs that ended before TIME (default: no bound)"},
 			&cli.StringFlag{Name: "resv", Usage: "only jobs that ran in this reservation"},
 			&cli.StringFlag{Name: "instance", Usage: "only jobs of this instance path and below it"},
@@ -60,17 +60,19 @@ func acctRequest(c *cli.Context, now time.Time) (api.AcctRequest, error) {
 			return r, flagErr("--state", fmt.Errorf("%s is not an ended state: acct lists ended jobs (completed, failed, cancelled, timeout, killed)", s))
 		}
 	}
-	y, m, d := now.Date()
-	r.Since = time.Date(y, m, d, 0, 0, 0, 0, now.Location())
-	if s := c.String("since"); s != "" {
-		if r.Since, err = when.ParseTime(s, now); err != nil {
-			return r, flagErr("--since", err)
-		}
-	}
 	if s := c.String("until"); s != "" {
 		if r.Until, err = when.ParseTime(s, now); err != nil {
 			return r, flagErr("--until", err)
 		}
+	}
+	if s := c.String("since"); s != "" {
+		if r.Since, err = when.ParseTime(s, now); err != nil {
+			return r, flagErr("--since", err)
+		}
+	} else {
+		r.Since = defaultSince(now, r.Until)
+	}
+	if !r.Until.IsZero() {
 		if !r.Until.After(r.Since) {
 			return r, flagErr("--until", fmt.Errorf("%s is not after --since %s: give a window that ends after it starts", fmtTime(r.Until), fmtTime(r.Since)))
 		}
@@ -84,6 +86,20 @@ func acctRequest(c *cli.Context, now time.Time) (api.AcctRequest, error) {
 		return r, usageErr(fmt.Errorf("give --json or --csv, not both"))
 	}
 	return r, nil
+}
+
+// defaultSince is the start of acct's window when --since is not given:
+// midnight of the day the window ends (today, without --until), as sacct
+// starts at midnight. So --until -1h just after midnight asks for yesterday
+// up to an hour ago, not for a window that ends before it starts; a window
+// that ends at a midnight starts at the midnight before.
+func defaultSince(now, until time.Time) time.Time {
+	end := now
+	if !until.IsZero() {
+		end = until.Add(-time.Nanosecond)
+	}
+	y, m, d := end.Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, end.Location())
 }
 
 func runAcct(c *cli.Context) error {

@@ -391,3 +391,39 @@ func TestGuard(t *testing.T) {
 		t.Errorf("guard: %v", err)
 	}
 }
+
+func TestAcctWindow(t *testing.T) {
+	day := func(d, h, m int) time.Time { return time.Date(2026, 12, d, h, m, 0, 0, time.UTC) }
+	for _, tc := range []struct {
+		now          time.Time
+		args         []string
+		since, until time.Time
+		err          string
+	}{
+		{now: day(2, 10, 0), since: day(2, 0, 0)},
+		{now: day(2, 10, 0), args: []string{"--until", "-1h"}, since: day(2, 0, 0), until: day(2, 9, 0)},
+		// Just after midnight an hour ago is yesterday: the window is
+		// yesterday's, not one that ends before it starts.
+		{now: day(4, 0, 25), args: []string{"--until", "-1h"}, since: day(3, 0, 0), until: day(3, 23, 25)},
+		{now: day(4, 0, 25), args: []string{"--until", "2026-12-04"}, since: day(3, 0, 0), until: day(4, 0, 0)},
+		{now: day(4, 0, 25), args: []string{"--since", "-2d"}, since: day(2, 0, 25)},
+		{now: day(4, 0, 25), args: []string{"--since", "-1h", "--until", "-2h"}, err: "not after --since"},
+		{now: day(4, 0, 25), args: []string{"--since", "+1m", "--until", "+2m"}, since: day(4, 0, 26), until: day(4, 0, 27)},
+	} {
+		var req api.AcctRequest
+		err := parseCommand(t, acctCommand(), "", func(c *cli.Context) error {
+			var err error
+			req, err = acctRequest(c, tc.now)
+			return err
+		}, append([]string{"acct"}, tc.args...)...)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("acct %q at %v: error %v, want one saying %q", tc.args, tc.now, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || !req.Since.Equal(tc.since) || !req.Until.Equal(tc.until) {
+			t.Errorf("acct %q at %v: window [%v, %v), %v; want [%v, %v)", tc.args, tc.now, req.Since, req.Until, err, tc.since, tc.until)
+		}
+	}
+}
