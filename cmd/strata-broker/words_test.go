@@ -2,7 +2,8 @@ package main
 
 import "testing"
 
-// syntax.
+// TestCountsText: the demo's counts print as words in name order, never in
+// Go's map syntax (it printed map[completed:1]).
 func TestCountsText(t *testing.T) {
 	for _, tc := range []struct {
 		m    map[string]int
@@ -17,6 +18,3 @@ func TestCountsText(t *testing.T) {
 		}
 	}
 }
-
-// TestSimWords: the text summary of strata sim says "timed out", as its
-// JSON says timed_out.

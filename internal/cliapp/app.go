@@ -58,6 +58,7 @@ func newApp(server ...*cli.Command) *cli.App {
 		Name:                 "strata",
 		Usage:                "a hierarchical resource broker with advance reservations and QPU slots",
 		Version:              version,
+		Description:          "Exit status:\n" + exitCodes,
 		EnableBashCompletion: true,
 		// Repeatable flags are repeated, never split at commas: hostlists
 		// (node[0-3,8]) and --resv specs contain commas.
@@ -75,6 +76,15 @@ func newApp(server ...*cli.Command) *cli.App {
 	groupActions(app.Commands, "")
 	return app
 }
+
+// exitCodes says what strata's exit codes mean, in the help's description
+// and in the manual page's EXIT STATUS, as Slurm's and Flux's pages do:
+// scripts branch on them.
+const exitCodes = `  0    the command did what it was asked
+  1    it failed: the broker refused the request, or what it waited for failed
+  2    usage: an unknown command or flag, or a value it cannot read (nothing changed)
+  N    run, alloc and exec: the job's (or the failed task's) own exit code,
+       128+SIGNAL for a job killed by a signal; 130 when interrupted while waiting`
 
 func versionCommand() *cli.Command {
 	return &cli.Command{

@@ -28,8 +28,16 @@ func TestCLIMaintDrainWaits(t *testing.T) {
 	}
 	var plan api.Resv
 	b.mustJSON(&plan, "admin", append(args, "--dry-run", "--json")...)
-	if len(plan.WaitsFor) != 1 || plan.WaitsFor[0].ID.String() != run || plan.ExpectedStart.Before(start) || len(plan.Killed) != 0 {
-		t.Errorf("--dry-run --json: waits for %+v, expected start %v (start %v), killed %+v", plan.WaitsFor, plan.ExpectedStart, start, plan.Killed)
+	// The job's walltime (2m) ends after the window's start (3s away), so
+	// the window begins in effect when that walltime is up, and the text
+	// says when.
+	j := b.job("alice", run)
+	ends := j.StartTime.Add(time.Duration(j.Walltime) * time.Second)
+	if len(plan.WaitsFor) != 1 || plan.WaitsFor[0].ID.String() != run || !plan.ExpectedStart.Equal(ends) || len(plan.Killed) != 0 {
+		t.Errorf("--dry-run --json: waits for %+v, expected start %v (the job's walltime ends %v), killed %+v", plan.WaitsFor, plan.ExpectedStart, ends, plan.Killed)
+	}
+	if !strings.Contains(dry, "it begins in effect by "+fmtTime(ends)+" at the latest") {
+		t.Errorf("--dry-run does not say it begins in effect by %s:\n%s", fmtTime(ends), dry)
 	}
 	b.must("admin", args...)
 	show := b.must("admin", "resv", "show", "fix")

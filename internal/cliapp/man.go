@@ -13,7 +13,8 @@ import (
 // commands and flags, so that it never lags behind them: the name, the
 // synopsis, the global options, then every visible command as a section
 // (.SH) and its subcommands as subsections (.SS), each with its usage,
-// usage line, description and options.
+// usage line, description and options, and last what the exit codes mean
+// (the app's description carries the same text to --help).
 //
 // It is strata's own rather than urfave/cli's App.ToMan, which renders
 // Markdown through blackfriday: that package's initialisation (about half
@@ -28,16 +29,14 @@ func writeMan(w io.Writer, app *cli.App) error {
 	m.text(app.Name + " - " + app.Usage)
 	m.line(".SH SYNOPSIS")
 	m.line(`\fB` + roffEscape(app.Name) + `\fR [\fIGLOBAL OPTIONS\fR] \fIcommand\fR [\fICOMMAND OPTIONS\fR] [\fIARGUMENTS\fR...]`)
-	if app.Description != "" {
-		m.line(".SH DESCRIPTION")
-		m.block(app.Description)
-	}
 	if flags := app.VisibleFlags(); len(flags) > 0 {
 		m.line(".SH GLOBAL OPTIONS")
 		m.flags(flags)
 	}
 	m.line(".SH COMMANDS")
 	m.commands(app.VisibleCommands(), 0)
+	m.line(".SH EXIT STATUS")
+	m.block(exitCodes)
 	return m.err
 }
 

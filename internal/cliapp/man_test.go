@@ -54,6 +54,8 @@ func TestManRenders(t *testing.T) {
 	}
 	has("the name line", "strata - a hierarchical resource broker")
 	has("the header, in section 1 (user commands)", "strata(1)")
+	has("the exit codes", "EXIT STATUS 0 the command did what it was asked 1 it failed")
+	has("the usage exit code", "2 usage: an unknown command or flag")
 	var walk func(path string, cmds []*cli.Command)
 	walk = func(path string, cmds []*cli.Command) {
 		for _, c := range cmds {

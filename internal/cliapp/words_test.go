@@ -8,7 +8,8 @@ import (
 	"github.com/strata-hpc/strata/sim"
 )
 
-// TestCountsText: counts print as words in name order, never Go's map
+// TestSimWords: the text summary of strata sim says "timed out", as its
+// JSON says timed_out (it said "killed at limit").
 func TestSimWords(t *testing.T) {
 	var b bytes.Buffer
 	printSim(&b, "t.swf", sim.Result{TimedOut: 7})
