@@ -586,6 +586,9 @@ func (r *Runtime) restore(ctx context.Context) error {
 		}
 		adopted++
 	}
+	if err := r.killLeftTasks(); err != nil {
+		return err
+	}
 	r.b.log.Info("state restored", "jobs", len(jobs), "reservations", len(resvs), "adopted", adopted, "lost", len(lost))
 	r.apply()
 	out := r.output()
@@ -1229,6 +1232,7 @@ func (r *Runtime) reapExits() {
 			if err := r.exec.Release(id); err != nil {
 				r.b.log.Warn("cannot release a task's exit", "task", id, "err", err)
 			}
+			r.forgetTask(id)
 		}
 		go func() {
 			defer func() {

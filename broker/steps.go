@@ -30,7 +30,8 @@ import (
 // depends on it but that caller, who is told at once if the broker goes
 // (its status requests fail). A restarted broker knows no step: agents
 // are then told to kill the tasks they list (runningOn is false for
-// them); tasks of the built-in executor run on until they end.
+// them), and the built-in executor's tasks are killed from their records
+// (steps_restart.go).
 //
 // A step is owned by its allocation: only the allocation's owner starts
 // one, every signal the allocation gets (cancel, walltime, reservation
@@ -184,8 +185,18 @@ func (r *Runtime) execStep(ctx context.Context, q Request) (any, error) {
 		go func() {
 			defer wg.Done()
 			r.startSem <- struct{}{}
-			_, errs[i] = r.exec.Start(specs[i])
+			rec, err := r.exec.Start(specs[i])
 			<-r.startSem
+			if err == nil {
+				if err = r.recordTask(rec); err != nil {
+					// Without its record a restarted broker would not
+					// find the task to kill it: better not to run it.
+					r.b.log.Error("cannot record a started task; killing it", "task", rec.ID, "err", err)
+					r.exec.Signal(rec.ID, syscall.SIGKILL)
+					err = fmt.Errorf("the broker cannot record the task: %w", err)
+				}
+			}
+			errs[i] = err
 		}()
 	}
 	wg.Wait()

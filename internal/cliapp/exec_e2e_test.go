@@ -181,3 +181,77 @@ func TestE2EExecLocal(t *testing.T) {
 		t.Errorf("exec -n 3 -l on two nodes printed %q (%v), want %q", out, err, want)
 	}
 }
+
+// TestE2EExecTasksKilledAfterRestart: a task of 'strata exec' on the
+// built-in executor does not outlive the broker that ran its step. The
+// broker is SIGKILLed while the task runs; the restarted broker knows no
+// step, adopts the task from its record and kills it (an agent's tasks
+// are killed when their agent comes back: TestE2EAgents).
+func TestE2EExecTasksKilledAfterRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real broker processes")
+	}
+	dir, work := t.TempDir(), t.TempDir()
+	port := freePort(t)
+	args := []string{"--nodes", "n[0-1]", "--kill-grace", "1s"}
+	p := startBrokerProc(t, dir, port, args...)
+	t.Cleanup(func() { cancelEvery(p.uri, dir) })
+	bin := strataBinary(t)
+	script := fmt.Sprintf("#!/bin/sh\n%q exec -- sh -c 'echo $$ > task.pid; exec sleep 600'\n", bin)
+	if err := os.WriteFile(filepath.Join(work, "step.sh"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "batch", "-N", "1", "-t", "5m", "-o", "step.out", "step.sh")
+	cmd.Dir = work
+	cmd.Env = append(os.Environ(), "STRATA_URI="+p.uri, "STRATA_CREDS="+filepath.Join(dir, "admin.creds"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("strata batch: %v\n%s", err, out)
+	}
+	var pid int
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		data, err := os.ReadFile(filepath.Join(work, "task.pid"))
+		if _, scan := fmt.Sscan(string(data), &pid); err == nil && scan == nil && pid > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			out, _ := os.ReadFile(filepath.Join(work, "step.out"))
+			t.Fatalf("the step's task did not start: %v\n%s", err, out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !processAlive(pid) {
+		t.Fatalf("the task (pid %d) is not running before the broker's kill", pid)
+	}
+	p.kill()
+	p = startBrokerProc(t, dir, port, args...)
+	for deadline := time.Now().Add(20 * time.Second); processAlive(pid); {
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(dir, "broker.log"))
+			t.Fatalf("the task of a step the broker no longer knows (pid %d) still runs 20 s after the restart:\n%s", pid, log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		left, _ := filepath.Glob(filepath.Join(dir, "tasks", "*.json"))
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task records left after the task was killed: %v", left)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// processAlive reports whether process pid exists and is not a zombie.
+func processAlive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command's closing parenthesis.
+	s := string(stat)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
