@@ -331,3 +331,58 @@ func TestE2EAgentRevoke(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestE2EAgentNoUnixAccount: on a broker that runs jobs as their users'
+// accounts, through a real agent process (root, as CI runs), the job of a
+// Strata user with no Unix account on the node fails with the reason in
+// 'job show' and in the agent's log, and nothing else changes: the node
+// stays up and takes the next job. The agent's log says at its start
+// whom it runs jobs as. Root only; skipped otherwise.
+func TestE2EAgentNoUnixAccount(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("an agent runs jobs as their users' accounts only as root")
+	}
+	b := startE2EBroker(t, perUserJobs, "--nodes", "n0", "--no-local-agent", "--agent-heartbeat", "200ms", "--node-timeout", "5s")
+	creds := filepath.Join(b.dir, "a0.creds")
+	b.must("admin", "user", "add", "a0", "--agent", "--nodes", "n0", "-o", creds)
+	ap := b.startAgentProc(t, "n0", creds, filepath.Join(b.dir, "agent-n0"))
+	// An agent says at its start whom it runs jobs as.
+	if log, _ := os.ReadFile(ap.log); !strings.Contains(string(log), "running as root: each job runs as its user's Unix account") {
+		t.Errorf("the agent's log does not say whom it runs jobs as:\n%s", log)
+	}
+	b.must("admin", "user", "add", "ghost", "-o", b.creds("ghost"))
+	id := b.submit("ghost", "-t", "1m", "--", "true")
+	deadline := time.Now().Add(20 * time.Second)
+	for !b.job("ghost", id).State.Terminal() {
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s of a user with no Unix account did not end within 20s", id)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	want := `no Unix account "ghost" on node n0`
+	if j := b.job("ghost", id); j.State != api.JobFailed || !strings.Contains(j.Reason, want) {
+		t.Errorf("job %s: %s (%s); want failed, saying %s", id, j.State, j.Reason, want)
+	}
+	if show := b.must("ghost", "job", "show", id); !strings.Contains(show, want) {
+		t.Errorf("job show does not say %s:\n%s", want, show)
+	}
+	if log, _ := os.ReadFile(ap.log); !strings.Contains(string(log), "job did not start") || !strings.Contains(string(log), "ghost") {
+		t.Errorf("the agent's log does not say the job did not start, and why:\n%s", log)
+	}
+	// Nothing else changed: the node is up, and the next job, of a user
+	// mapped to root (which this agent allows), runs there.
+	if list := b.must("admin", "resource", "list"); strings.Contains(list, "down") {
+		t.Errorf("resource list after the refused job:\n%s", list)
+	}
+	b.must("admin", "user", "add", "rooty", "--unix", "root", "-o", b.creds("rooty"))
+	next := b.submit("rooty", "-t", "1m", "--", "true")
+	for deadline := time.Now().Add(20 * time.Second); !b.job("rooty", next).State.Terminal(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s after the refused one did not end within 20s", next)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if j := b.job("rooty", next); j.State != api.JobCompleted || j.Nodes != "n0" {
+		t.Errorf("the next job: %s on %s (%s); want completed on n0", j.State, j.Nodes, j.Reason)
+	}
+}
