@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -36,18 +35,10 @@ func (r *Runtime) recordTask(rec executor.Record) error {
 	if rec.Node != "" || dir == "" {
 		return nil
 	}
-	data, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	path := filepath.Join(dir, rec.ID+".json")
-	if err := os.WriteFile(path+".tmp", data, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(path+".tmp", path)
+	return executor.SaveRecord(filepath.Join(dir, rec.ID+".json"), rec)
 }
 
 // forgetTask removes the record of task id, once its exit is released.
@@ -82,14 +73,7 @@ func (r *Runtime) killLeftTasks() error {
 		if !ok {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		var rec executor.Record
-		if err == nil {
-			err = json.Unmarshal(data, &rec)
-		}
-		if err == nil && rec.ID != id {
-			err = fmt.Errorf("it names task %q", rec.ID)
-		}
+		rec, err := executor.LoadRecord(filepath.Join(dir, e.Name()), id)
 		if err == nil {
 			err = r.exec.Adopt(rec)
 		}

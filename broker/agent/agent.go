@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -268,12 +267,11 @@ func (a *agent) adoptAll() error {
 			continue
 		}
 		path := filepath.Join(a.o.StateDir, "jobs", e.Name())
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return fmt.Errorf("agent: %w", err)
+		rec, err := executor.LoadRecord(path, strings.TrimSuffix(e.Name(), ".json"))
+		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+			return fmt.Errorf("agent: %w", err) // not read: not to be set aside
 		}
-		var rec executor.Record
-		if err := json.Unmarshal(data, &rec); err != nil || rec.ID+".json" != e.Name() {
+		if err != nil {
 			a.log.Error("unreadable job record set aside", "path", path, "err", err)
 			if err := os.Rename(path, path+".bad"); err != nil {
 				return fmt.Errorf("agent: %w", err)
@@ -672,11 +670,7 @@ func (a *agent) start(m *nats.Msg, nd string) {
 		return
 	}
 	rec.Node = nd
-	data, err := json.Marshal(rec)
-	if err == nil {
-		err = writeFile(a.recordPath(rec.ID), data)
-	}
-	if err != nil {
+	if err := executor.SaveRecord(a.recordPath(rec.ID), rec); err != nil {
 		// Without its record a restarted agent would not find the job:
 		// better not to run it.
 		a.log.Error("cannot record a started job; killing it", "job", rec.ID, "err", err)
