@@ -225,6 +225,7 @@ func TestE2EExecTasksKilledAfterRestart(t *testing.T) {
 	}
 	p.kill()
 	p = startBrokerProc(t, dir, port, args...)
+	t.Cleanup(func() { cancelEvery(p.uri, dir) }) // before this broker's kill
 	for deadline := time.Now().Add(20 * time.Second); processAlive(pid); {
 		if time.Now().After(deadline) {
 			log, _ := os.ReadFile(filepath.Join(dir, "broker.log"))
