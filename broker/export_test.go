@@ -1,6 +1,11 @@
 package broker
 
-import "github.com/strata-hpc/strata/instance"
+import (
+	"bytes"
+	"sync"
+
+	"github.com/strata-hpc/strata/instance"
+)
 
 // QPUWaitingPulls returns how many executors' pulls wait on backend.
 func (r *Runtime) QPUWaitingPulls(backend string) int {
@@ -31,4 +36,23 @@ func (r *Runtime) SeedJobs(n int, user string) error {
 func (b *Broker) ServerSync() (always bool, interval string) {
 	c := b.srv.JetStreamConfig()
 	return c.SyncAlways, c.SyncInterval.String()
+}
+
+// LockedBuffer is a bytes.Buffer that goroutines may write at once: a
+// test's capture of a broker's log.
+type LockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *LockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *LockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }

@@ -283,7 +283,15 @@ func TestFenceR3Pipelined(t *testing.T) {
 		t.Skip("starts a 3-server cluster")
 	}
 	c := natstest.StartCluster(t, 3)
-	b := r3Broker(t, c, true)
+	var logged LockedBuffer // the broker's warnings, shown if the test fails
+	b := r3Broker(t, c, true, func(o *Options) {
+		o.Logger = slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	})
+	defer func() {
+		if t.Failed() {
+			t.Logf("the broker's warnings:\n%s", logged.String())
+		}
+	}()
 	r, err := b.RunInstances(r3Res)
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ package broker_test
 // See docs/security.md for the threat model.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,7 +15,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -415,7 +413,7 @@ func TestSecurityResvInstanceAccessList(t *testing.T) {
 // Finding 6d: each refused foreign-reply request wrote a WARN line, so any
 // user could flood the log. Those lines are rate-limited.
 func TestSecurityRefusedRequestLogRateLimited(t *testing.T) {
-	var buf lockedBuffer
+	var buf broker.LockedBuffer
 	log := slog.New(slog.NewTextHandler(&buf, nil))
 	b := startBroker(t, "", func(o *broker.Options) { o.Logger = log })
 	serve(t, b, "root", nil)
@@ -431,23 +429,6 @@ func TestSecurityRefusedRequestLogRateLimited(t *testing.T) {
 	if n := strings.Count(buf.String(), "foreign reply subject"); n == 0 || n > 20 {
 		t.Errorf("%d log lines about 500 refused requests; want 1 to 20", n)
 	}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // Finding 1 (lifecycle): credentials were never revoked, so a demoted
