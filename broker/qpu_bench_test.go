@@ -46,7 +46,12 @@ func BenchmarkQPUPull(b *testing.B) {
 		Command: []string{"sleep", "3600"}, Cwd: b.TempDir()}, &holder); err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { alice.Call(ctx, api.OpCancel, api.CancelRequest{ID: holder.ID}, nil) })
+	b.Cleanup(func() {
+		// The holder's keeper writes its exit record into the state
+		// directory, which must be quiet before TempDir removes it.
+		alice.Call(ctx, api.OpCancel, api.CancelRequest{ID: holder.ID}, nil)
+		waitJob(b, alice, holder.ID)
+	})
 	for {
 		var j api.Job
 		alice.Call(ctx, api.OpJob, api.JobRequest{ID: holder.ID}, &j)

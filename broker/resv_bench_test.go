@@ -114,6 +114,7 @@ func BenchmarkDATStart(b *testing.B) {
 		if err := admin.Call(ctx, api.OpResvDelete, api.ResvRequest{Name: name}, nil); err != nil {
 			b.Fatal(err)
 		}
+		waitJob(b, alice, j.ID) // its keeper quiet before TempDir's removal
 	}
 	b.StopTimer()
 	reportLags(b, "active", active)
@@ -153,6 +154,7 @@ func BenchmarkDATChildURI(b *testing.B) {
 		if err := admin.Call(ctx, api.OpResvDelete, api.ResvRequest{Name: name}, nil); err != nil {
 			b.Fatal(err)
 		}
+		waitJob(b, alice, j.ID) // its keeper quiet before TempDir's removal
 	}
 	b.StopTimer()
 	reportLags(b, "child-answering", answering)

@@ -95,7 +95,7 @@ func submit(t *testing.T, c *client.Client, argv ...string) api.Job {
 	return j
 }
 
-func waitJob(t *testing.T, c *client.Client, id api.JobID) api.Job {
+func waitJob(t testing.TB, c *client.Client, id api.JobID) api.Job {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {

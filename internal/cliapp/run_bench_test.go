@@ -80,6 +80,13 @@ func BenchmarkCommands(b *testing.B) {
 		if err := cl.Call(ctx, api.OpCancel, api.CancelRequest{ID: session.ID}, nil); err != nil {
 			b.Error(err)
 		}
+		// and its exit record written before TempDir removes the state
+		for j := session; !j.State.Terminal(); {
+			if err := cl.Call(ctx, api.OpWait, api.WaitRequest{ID: session.ID, TimeoutMS: 5000}, &j); err != nil {
+				b.Error(err)
+				return
+			}
+		}
 	})
 	for session.State != api.JobRunning {
 		if time.Sleep(10 * time.Millisecond); cl.Call(ctx, api.OpJob, api.JobRequest{ID: session.ID}, &session) != nil || session.State.Terminal() {
