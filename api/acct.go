@@ -73,6 +73,11 @@ type AcctJob struct {
 	NodeHours    float64        `json:"node_hours"`
 	QPUSlotHours float64        `json:"qpu_slot_hours"`
 	Archived     bool           `json:"archived"` // from the archive, not the live state
+	// CPUTime (seconds, user plus system) and MaxRSS (bytes) are what
+	// the job's processes used, as its executor measured at its end
+	// (see Job); 0 when unknown.
+	CPUTime float64 `json:"cpu_s,omitempty"`
+	MaxRSS  int64   `json:"max_rss,omitempty"`
 }
 
 // AcctReply is one page of the accounting list; Next is the cursor of the

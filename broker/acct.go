@@ -149,9 +149,16 @@ func (r *Runtime) acct(ctx context.Context, q Request) (any, error) {
 	if out.Next == "" {
 		r.lock()
 		jobs, more := r.in.TreeJobsAfter(instance.JobID(pos), ar.Size()-len(out.Jobs), f.keep)
+		metas := make([]*jobMeta, len(jobs)) // copies: an exit sets CPU and MaxRSS in place
+		for i, j := range jobs {
+			if m := r.meta[j.ID]; m != nil {
+				c := *m
+				metas[i] = &c
+			}
+		}
 		r.mu.Unlock()
-		for _, j := range jobs {
-			out.Jobs = append(out.Jobs, acctJob(j, false))
+		for i, j := range jobs {
+			out.Jobs = append(out.Jobs, acctJob(j, metas[i], false))
 		}
 		if more {
 			out.Next = "l" + out.Jobs[len(out.Jobs)-1].ID.String()
@@ -227,12 +234,12 @@ func (r *Runtime) acctArchive(ctx context.Context, f *acctFilter, since time.Tim
 		}
 		next = md.Sequence.Stream
 		read++
-		j, _, err := store.DecodeArchivedJob(msg.Subject(), msg.Data())
+		j, m, err := store.DecodeArchivedJob(msg.Subject(), msg.Data())
 		if err != nil {
 			return false, err
 		}
 		if f.keep(&j) {
-			out.Jobs = append(out.Jobs, acctJob(j, true))
+			out.Jobs = append(out.Jobs, acctJob(j, &m, true))
 			seqs = append(seqs, next)
 		}
 		if md.NumPending > 0 && (len(out.Jobs) == limit || read == acctScan) {
@@ -244,8 +251,9 @@ func (r *Runtime) acctArchive(ctx context.Context, f *acctFilter, since time.Tim
 	return seqs, next, done, err
 }
 
-// acctJob is the accounting record of ended job j.
-func acctJob(j instance.Job, archived bool) api.AcctJob {
+// acctJob is the accounting record of ended job j, with what its
+// processes used from its meta m (nil: unknown).
+func acctJob(j instance.Job, m *jobMeta, archived bool) api.AcctJob {
 	a := api.AcctJob{
 		ID: api.JobID(j.ID), User: j.Spec.User, Name: j.Spec.Name, State: api.JobState(j.State.String()), Reason: j.Reason,
 		Instance: j.Path, Resv: j.Spec.Resv, NNodes: j.Spec.Nodes, QPU: j.Spec.Slots,
@@ -270,5 +278,8 @@ func acctJob(j instance.Job, archived bool) api.AcctJob {
 		slots += n
 	}
 	a.QPUSlotHours = float64(slots) * hours
+	if m != nil {
+		a.CPUTime, a.MaxRSS = float64(m.CPU)/1e6, m.MaxRSS
+	}
 	return a
 }

@@ -171,10 +171,11 @@ type Exit struct {
 
 	// CPU is the CPU time (user plus system) the job used, and MaxRSS its
 	// peak memory in bytes: read from the job's cgroup (every process of
-	// the job; MaxRSS only where the memory controller is enabled), or
-	// without cgroups from the rusage of its main process and the
-	// descendants that process waited for (MaxRSS then being the largest
-	// single process). Zero when unknown (a Lost job).
+	// the job), or without cgroups from the rusage of its main process and
+	// the descendants that process waited for (MaxRSS then being the
+	// largest single process). Where the cgroup has no memory controller,
+	// MaxRSS comes from the rusage too, as sacct's MaxRSS does. Zero when
+	// unknown (a Lost job).
 	CPU    time.Duration `json:"cpu,omitempty"`
 	MaxRSS int64         `json:"max_rss,omitempty"`
 }

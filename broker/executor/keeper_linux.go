@@ -467,6 +467,9 @@ func (k *keeper) reapAll() {
 			unix.Kill(-pid, syscall.SIGKILL)
 			if j.cgroup != "" {
 				used = cgroupUsage(j.cgroup)
+				if used.MaxRSS == 0 { // no memory controller: the largest process waited for
+					used.MaxRSS = rusageUsage(&ru).MaxRSS
+				}
 				killCgroup(j.cgroup) // what left the group too
 				k.cleanup.Add(1)
 				go func(cg string) {

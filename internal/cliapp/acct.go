@@ -192,7 +192,7 @@ type acctWriter interface {
 	close(totals []UserTotal) error
 }
 
-var acctHeader = []string{"ID", "USER", "NAME", "STATE", "INSTANCE", "RESV", "NODES", "QPU", "END", "ELAPSED", "NODE-H", "QPU-SLOT-H"}
+var acctHeader = []string{"ID", "USER", "NAME", "STATE", "INSTANCE", "RESV", "NODES", "QPU", "END", "ELAPSED", "NODE-H", "QPU-SLOT-H", "CPU", "MAXRSS"}
 
 func acctRow(j api.AcctJob) []string {
 	nodes := j.Nodes
@@ -201,7 +201,27 @@ func acctRow(j api.AcctJob) []string {
 	}
 	return []string{j.ID.String(), cell(j.User), cell(j.Name), string(j.State), j.Instance, cell(j.Resv), nodes,
 		cell(strings.Join(slotList(j.QPU), ",")), fmtTime(j.EndTime), when.FormatDuration(time.Duration(j.ElapsedS) * time.Second),
-		hours(j.NodeHours), hours(j.QPUSlotHours)}
+		hours(j.NodeHours), hours(j.QPUSlotHours), cpuCell(j.CPUTime), rssCell(j.MaxRSS)}
+}
+
+// cpuCell is a job's CPU time: to the hundredth under a minute (short
+// jobs), to the second above; "-" when unknown.
+func cpuCell(s float64) string {
+	switch {
+	case s <= 0:
+		return "-"
+	case s < 60:
+		return strconv.FormatFloat(s, 'f', 2, 64) + "s"
+	}
+	return when.FormatDuration(time.Duration(s * float64(time.Second)).Round(time.Second))
+}
+
+// rssCell is a job's peak memory in MiB; "-" when unknown.
+func rssCell(b int64) string {
+	if b <= 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(float64(b)/(1<<20), 'f', 1, 64) + "M"
 }
 
 func hours(h float64) string { return strconv.FormatFloat(h, 'f', 2, 64) }
@@ -284,7 +304,8 @@ type acctCSV struct {
 }
 
 var acctCSVHeader = []string{"id", "user", "name", "state", "reason", "instance", "resv", "nnodes", "nodes", "qpu",
-	"submit_time", "start_time", "end_time", "elapsed_s", "exit_code", "node_hours", "qpu_slot_hours", "archived"}
+	"submit_time", "start_time", "end_time", "elapsed_s", "exit_code", "node_hours", "qpu_slot_hours", "archived",
+	"cpu_s", "max_rss"}
 
 func (a *acctCSV) page(jobs []api.AcctJob) error {
 	if !a.headed {
@@ -300,7 +321,8 @@ func (a *acctCSV) page(jobs []api.AcctJob) error {
 		}
 		rec := []string{j.ID.String(), j.User, j.Name, string(j.State), j.Reason, j.Instance, j.Resv, strconv.Itoa(j.NNodes), j.Nodes,
 			strings.Join(slotList(j.QPU), " "), csvTime(j.SubmitTime), csvTime(j.StartTime), csvTime(j.EndTime),
-			strconv.FormatInt(j.ElapsedS, 10), exit, hours(j.NodeHours), hours(j.QPUSlotHours), strconv.FormatBool(j.Archived)}
+			strconv.FormatInt(j.ElapsedS, 10), exit, hours(j.NodeHours), hours(j.QPUSlotHours), strconv.FormatBool(j.Archived),
+			strconv.FormatFloat(j.CPUTime, 'f', 3, 64), strconv.FormatInt(j.MaxRSS, 10)}
 		if err := a.w.Write(rec); err != nil {
 			return err
 		}

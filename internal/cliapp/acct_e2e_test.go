@@ -79,7 +79,8 @@ func TestE2EAcct(t *testing.T) {
 	if err := createResv(b, api.ResvCreateRequest{Name: "physics", Start: start, End: start.Add(time.Hour), NodeList: "node3", Users: []string{"alice"}}); err != nil {
 		t.Fatal(err)
 	}
-	two := b.submit("alice", "-N", "2", "--", "sleep", "1")
+	// two uses some CPU (a shell loop) for acct's cpu_s.
+	two := b.submit("alice", "-N", "2", "--", "sh", "-c", "sleep 1; i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done")
 	fails := b.submit("alice", "--", "false")
 	inResv := b.submit("alice", "--resv", "physics", "-t", "1m", "--", "true")
 	quantum := b.submit("bob", "--qpu", "qpu0:2", "--", "sleep", "1")
@@ -132,6 +133,9 @@ func TestE2EAcct(t *testing.T) {
 			if j.ID.String() == two && (j.NNodes != 2 || j.ElapsedS < 1 || j.NodeHours != 2*float64(j.ElapsedS)/3600) {
 				t.Errorf("job %s: %d nodes, %d s, %.6f node-hours; want 2 nodes x its elapsed time", two, j.NNodes, j.ElapsedS, j.NodeHours)
 			}
+			if j.ID.String() == two && (j.CPUTime < 0.01 || j.CPUTime > float64(j.ElapsedS+1) || j.MaxRSS < 1<<10) {
+				t.Errorf("job %s (a shell loop): %.3f CPU seconds, max RSS %d bytes; want its CPU time and peak memory", two, j.CPUTime, j.MaxRSS)
+			}
 		}
 		if len(totals) != 1 || totals[0].User != "alice" || totals[0].Jobs != 3 {
 			t.Errorf("alice's totals: %+v", totals)
@@ -162,8 +166,13 @@ func TestE2EAcct(t *testing.T) {
 			t.Errorf("acct's table:\n%s", table)
 		}
 		recs, err := csv.NewReader(strings.NewReader(b.must("alice", "acct", "--csv"))).ReadAll()
-		if err != nil || len(recs) != 4 || recs[0][0] != "id" || recs[0][15] != "node_hours" {
+		if err != nil || len(recs) != 4 || recs[0][0] != "id" || recs[0][15] != "node_hours" || recs[0][18] != "cpu_s" || recs[0][19] != "max_rss" {
 			t.Errorf("acct --csv: %v, %v", recs, err)
+		}
+		for _, rec := range recs[1:] {
+			if len(rec) == 20 && rec[0] == two && (rec[18] == "0.000" || rec[19] == "0") {
+				t.Errorf("acct --csv: job %s has no CPU time or max RSS: %v", two, rec)
+			}
 		}
 		b.expect(t, "alice", 1, []string{"only admins"}, "acct", "-u", "bob")
 		b.expect(t, "alice", 2, []string{"--since", "cannot read time"}, "acct", "--since", "yesterday-ish")
