@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"sort"
 
 	"github.com/strata-hpc/strata/api"
@@ -90,6 +91,7 @@ func (r *Runtime) resvCreate(ctx context.Context, q Request) (any, error) {
 		spec := spec
 		if cr.StartNow { // --start now: this second, whatever the client's clock said
 			spec.Start, spec.End = now, spec.End+(now-spec.Start)
+			spec = startNowKill(inst, spec)
 		}
 		if cr.DryRun {
 			if err := spec.Validate(now); err != nil {
@@ -118,6 +120,26 @@ func (r *Runtime) resvCreate(ctx context.Context, q Request) (any, error) {
 		r.servePending(rv)
 		return r.apiResv(rv), nil // with the jobs marked to die at its start
 	})
+}
+
+// startNowKill returns spec, a kill-mode window starting this second,
+// moved to the next second where only that makes it possible: a job that
+// started in this very second holds its nodes from it, so the core has
+// nothing of it to cut at the start (its spans are whole seconds), and
+// would refuse the window although the job can be killed like any other.
+func startNowKill(inst *instance.Instance, spec resv.Spec) resv.Spec {
+	if spec.Overlap != resv.Kill {
+		return spec
+	}
+	if _, err := inst.PlanResv(spec); !errors.Is(err, instance.ErrNoFit) {
+		return spec
+	}
+	next := spec
+	next.Start, next.End = spec.Start+1, spec.End+1
+	if _, err := inst.PlanResv(next); err == nil {
+		return next
+	}
+	return spec
 }
 
 func (r *Runtime) killed(ids []instance.JobID) []api.KilledJob {

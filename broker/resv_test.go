@@ -379,3 +379,45 @@ func TestRuntimeResvStartNow(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestRuntimeResvStartNowKillsNewJob: --start now with --overlap kill
+// takes the nodes of a job that started in the same second, which the
+// core cannot cut at that second (the job holds them from it): the window
+// then starts at the next second, and the job is killed at its start.
+func TestRuntimeResvStartNowKillsNewJob(t *testing.T) {
+	b, _ := runtime(t, "")
+	ctx := context.Background()
+	admin, alice := userClient(t, b, "admin"), userClient(t, b, "alice")
+	var j api.Job
+	for attempt := 0; ; attempt++ {
+		time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 10*time.Millisecond)))
+		if err := alice.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 4, Walltime: 600, Command: []string{"sleep", "600"}, Cwd: t.TempDir()}, &j); err != nil {
+			t.Fatal(err)
+		}
+		for j.State != api.JobRunning {
+			if err := alice.Call(ctx, api.OpJob, api.JobRequest{ID: j.ID}, &j); err != nil || j.State.Terminal() {
+				t.Fatalf("job %d: %v, %s", j.ID, err, j.State)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if time.Now().Unix() == j.StartTime.Unix() {
+			break
+		}
+		if attempt == 5 {
+			t.Skip("this machine is too slow to start a job and plan a window within one second")
+		}
+		alice.Call(ctx, api.OpCancel, api.CancelRequest{ID: j.ID}, nil)
+		waitJob(t, alice, j.ID)
+	}
+	var rv api.Resv
+	if err := admin.Call(ctx, api.OpResvCreate, api.ResvCreateRequest{Name: "fix", Start: time.Now(), End: time.Now().Add(time.Hour),
+		StartNow: true, Nodes: 4, Maint: true, Overlap: "kill", GraceS: 1}, &rv); err != nil {
+		t.Fatalf("a maintenance window from now, over a job started in this second: %v", err)
+	}
+	if !rv.Start.Equal(j.StartTime.Add(time.Second)) || len(rv.Killed) != 1 || rv.Killed[0].ID != j.ID {
+		t.Errorf("the window starts at %v, to kill %+v; want the second after the job's start %v, to kill job %d", rv.Start, rv.Killed, j.StartTime, j.ID)
+	}
+	if j = waitJob(t, alice, j.ID); j.State == api.JobCompleted || !strings.Contains(j.Reason, "fix") {
+		t.Errorf("job %d, under maintenance window fix: %s (%s)", j.ID, j.State, j.Reason)
+	}
+}

@@ -100,7 +100,9 @@ func resvCreateCommand() *cli.Command {
 			"running jobs; --overlap kill takes it anyway: jobs still running on the reserved\n" +
 			"nodes at the start get SIGTERM, and SIGKILL after --grace, and are requeued if they\n" +
 			"asked for it (or all of them, with --requeue-killed). --dry-run shows the\n" +
-			"reservation and the jobs it would kill, and creates nothing.\n\n" +
+			"reservation and the jobs it would kill, and creates nothing. --start now with\n" +
+			"--overlap kill over a job that started in that same second starts the window at\n" +
+			"the next second, the first it can take from the job.\n\n" +
 			"--maint makes a maintenance reservation: it admits no jobs (so it takes no --users\n" +
 			"and no --qpu), its nodes show as maint in 'strata resource list' while it lasts, and\n" +
 			"it may overlap other reservations. Jobs never run on its nodes during it, those\n" +
