@@ -256,3 +256,44 @@ func processAlive(pid int) bool {
 	i := strings.LastIndexByte(s, ')')
 	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
+
+// TestE2EExecKilledAtLimits: the tasks of a step end with their
+// allocation however it ends, not only at a cancel (TestE2EExec): at the
+// allocation's walltime, and when a maintenance window with --overlap
+// kill takes its nodes. Each task runs on its own node's agent, a
+// separate process.
+func TestE2EExecKilledAtLimits(t *testing.T) {
+	b := startExecCluster(t)
+	t.Cleanup(func() {
+		b.strataAs("admin", "resv", "delete", "fix")
+		for _, id := range []string{"1", "2"} {
+			b.strataAs("admin", "cancel", id)
+		}
+	})
+	long := func(prefix string) string {
+		name := prefix + ".sh"
+		script := fmt.Sprintf("#!/bin/sh\n%q exec -- sh -c 'echo $$ > %s-$STRATA_TASK_ID; exec sleep 600'\n", e2eBin, prefix)
+		if err := os.WriteFile(filepath.Join(b.work, name), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return name
+	}
+
+	id := strings.TrimSpace(b.must("alice", "batch", "-N", "4", "-t", "8s", long("wall")))
+	pids := pidFiles(t, b, "wall")
+	b.strataAs("alice", "wait", id)
+	waitGone(t, pids, "after their allocation's walltime")
+	if out := b.must("alice", "job", "show", id); !strings.Contains(out, "walltime") {
+		t.Errorf("job show of an allocation killed at its walltime:\n%s", out)
+	}
+
+	id = strings.TrimSpace(b.must("alice", "batch", "-N", "4", "-t", "5m", long("maint")))
+	pids = pidFiles(t, b, "maint")
+	b.must("admin", "resv", "create", "--name", "fix", "--maint", "--start", "now", "--duration", "10m",
+		"--nodelist", "n[0-3]", "--overlap", "kill", "--grace", "1s")
+	b.strataAs("alice", "wait", id)
+	waitGone(t, pids, "after a maintenance window took their nodes")
+	if out := b.must("alice", "job", "show", id); !strings.Contains(out, "fix") {
+		t.Errorf("job show of an allocation killed by reservation fix does not name it:\n%s", out)
+	}
+}
