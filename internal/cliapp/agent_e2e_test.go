@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -198,6 +199,12 @@ func TestE2EAgents(t *testing.T) {
 	}
 	if res := b.must("alice", "resource", "list"); !strings.Contains(res, "down") || !strings.Contains(res, fmt.Sprintf("n%d", gone)) {
 		t.Errorf("resource list with n%d down:\n%s", gone, res)
+	}
+	// The gantt chart marks the node '!' from its fall on, and says why.
+	gantt := b.must("alice", "resource", "gantt", "--for", "1h", "--width", "20")
+	if !regexp.MustCompile(fmt.Sprintf(`(?m)^n%d\s+!{20}$`, gone)).MatchString(gantt) ||
+		!regexp.MustCompile(fmt.Sprintf(`(?m)^!\s+down: agent a%d for n%d silent since .*\sn%d$`, gone, gone, gone)).MatchString(gantt) {
+		t.Errorf("resource gantt with n%d down:\n%s", gone, gantt)
 	}
 	pids, _ := os.ReadFile(filepath.Join(b.work, "pids-"+victim))
 	oldPID := strings.TrimSpace(string(pids))

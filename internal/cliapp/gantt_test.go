@@ -122,6 +122,31 @@ A  job 1 running  00:00–05:00  node[0-2,7-9]
 B  job 2 planned  05:00–10:00  node[4-5]
 `,
 	}, {
+		// A node down since before the window is '!' throughout; a node
+		// drained while its job runs shows the job until it ends, then
+		// '~'; down wins over the job that was lost on it.
+		name: "down and drained nodes",
+		rep: api.BookingsReply{
+			From: ganttAt(0, 0), To: ganttAt(6, 0),
+			Nodes: ganttNodes("node", 4),
+			Bookings: []api.Booking{
+				{Kind: api.BookingRunning, Job: 3, User: "alice", Start: ganttAt(0, 0), End: ganttAt(2, 0), Nodes: "node[1-2]"},
+				{Kind: api.BookingDown, Reason: "agent a1 for node1 silent since 23:00", Start: ganttAt(-1, 0), End: ganttAt(6, 0), Nodes: "node1"},
+				{Kind: api.BookingDrained, User: "admin", Reason: "DIMM errors", Start: ganttAt(1, 0), End: ganttAt(6, 0), Nodes: "node2"},
+			},
+		},
+		width: 12,
+		want: `2026-12-03 00:00 → 2026-12-03 06:00 UTC, one column = 30m
+           |00:00 |
+node[0,3]  ............
+node1      !!!!!!!!!!!!
+node2      AAAA~~~~~~~~
+
+A  job 3 (alice) running                        00:00–02:00                        node[1-2]
+!  down: agent a1 for node1 silent since 23:00  2026-12-02 23:00–2026-12-03 06:00  node1
+~  drained by admin: DIMM errors                01:00–06:00                        node2
+`,
+	}, {
 		// Where jobs are private, another user's job comes without ID or
 		// owner: "job" and its span.
 		name: "another user's private job",
