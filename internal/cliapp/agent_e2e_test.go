@@ -7,12 +7,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/strata-hpc/strata/api"
+	"github.com/strata-hpc/strata/internal/unixtest"
 )
 
 // agentProc is a real 'strata agent' process.
@@ -391,5 +394,86 @@ func TestE2EAgentNoUnixAccount(t *testing.T) {
 	}
 	if j := b.job("rooty", next); j.State != api.JobCompleted || j.Nodes != "n0" {
 		t.Errorf("the next job: %s on %s (%s); want completed on n0", j.State, j.Nodes, j.Reason)
+	}
+}
+
+// TestE2EAgentsRunAsUsers: two agents as separate root processes, one per
+// node, run the jobs of two Strata users as the unprivileged Unix
+// accounts the test creates, on the node each job was placed on: each job
+// runs with its account's uid, gid and supplementary group, in its home,
+// owns its output, cannot read the other's private file, and cannot read
+// its agent's state directory (where the agent keeps its credentials).
+// Root only (CI runs as root); skipped otherwise.
+func TestE2EAgentsRunAsUsers(t *testing.T) {
+	accts := unixtest.Create(t, 2)
+	b := startE2EBroker(t, perUserJobs, "--nodes", "n[0-1]", "--no-local-agent", "--agent-heartbeat", "200ms", "--node-timeout", "5s")
+	for _, d := range []string{b.dir, filepath.Dir(b.dir)} {
+		if err := os.Chmod(d, 0o755); err != nil { // only the state directories' own modes keep jobs out
+			t.Fatal(err)
+		}
+	}
+	states := make([]string, 2)
+	for i := range states {
+		name, node := fmt.Sprintf("a%d", i), fmt.Sprintf("n%d", i)
+		creds := filepath.Join(b.dir, name+".creds")
+		b.must("admin", "user", "add", name, "--agent", "--nodes", node, "-o", creds)
+		states[i] = filepath.Join(b.dir, "agent-"+node)
+		b.startAgentProc(t, node, creds, states[i])
+	}
+	for _, a := range accts {
+		b.must("admin", "user", "add", a.Name, "-o", b.creds(a.Name))
+	}
+	a, bb := accts[0], accts[1]
+	secret := filepath.Join(bb.Home, "secret")
+	submit := func(acct unixtest.Account, script string) string {
+		return b.submit(acct.Name, "-D", acct.Home, "-t", "1m", "-o", "job.out", "-e", "job.err", "--", "sh", "-c", script)
+	}
+	// bb's job leaves a private file and stays on its node; a's job, on
+	// the other node then, tries that file and the agents' state
+	// directories.
+	first := submit(bb, "umask 077; echo s3cret > "+secret+"; id -u; id -G; pwd; echo $STRATA_NODELIST; sleep 3")
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(secret); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s's job did not write its file within 20s: %+v", bb.Name, b.job(bb.Name, first))
+		}
+	}
+	second := submit(a, "id -u; id -G; pwd; echo $STRATA_NODELIST; cat "+secret+"; ls "+states[0]+" "+states[1])
+	b.strataAs(bb.Name, "wait", first)
+	b.strataAs(a.Name, "wait", second)
+	jb, ja := b.job(bb.Name, first), b.job(a.Name, second)
+	if jb.State != api.JobCompleted || ja.State == api.JobCompleted || jb.Nodes == ja.Nodes {
+		t.Errorf("%s's job %s on %s (%s), %s's job %s on %s (%s): want the first completed, the second failed, on two nodes",
+			bb.Name, jb.State, jb.Nodes, jb.Reason, a.Name, ja.State, ja.Nodes, ja.Reason)
+	}
+	for _, tc := range []struct {
+		acct unixtest.Account
+		node string
+	}{{bb, jb.Nodes}, {a, ja.Nodes}} {
+		out := filepath.Join(tc.acct.Home, "job.out")
+		data, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(string(data), "\n")
+		if len(lines) < 4 || lines[0] != strconv.Itoa(tc.acct.UID) || !slices.Contains(strings.Fields(lines[1]), strconv.Itoa(tc.acct.GroupID)) ||
+			lines[2] != tc.acct.Home || lines[3] != tc.node {
+			t.Errorf("%s's job on %s printed %q; want uid %d, groups with %d, cwd %s, node %s", tc.acct.Name, tc.node, data, tc.acct.UID, tc.acct.GroupID, tc.acct.Home, tc.node)
+		}
+		if strings.Contains(string(data), "s3cret") || strings.Contains(string(data), "SEED") {
+			t.Errorf("%s's job printed what it must not read:\n%s", tc.acct.Name, data)
+		}
+		fi, err := os.Stat(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != tc.acct.UID || int(st.Gid) != tc.acct.GID {
+			t.Errorf("%s: owned by %d:%d, want %s's %d:%d", out, st.Uid, st.Gid, tc.acct.Name, tc.acct.UID, tc.acct.GID)
+		}
+	}
+	if errOut, _ := os.ReadFile(filepath.Join(a.Home, "job.err")); strings.Count(string(errOut), "Permission denied") != 3 {
+		t.Errorf("%s's job: want 3 refusals (the secret, two agent state directories), stderr:\n%s", a.Name, errOut)
 	}
 }
