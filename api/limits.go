@@ -142,7 +142,7 @@ func (l Limits) checkSubmit(now time.Time, r *SubmitRequest) error {
 	if err := l.checkWalltime(r.Walltime); err != nil {
 		return err
 	}
-	if err := checkCounts(r.Nodes, "", r.QPU); err != nil {
+	if err := checkCounts(r.Nodes, r.NodeList, r.QPU); err != nil {
 		return err
 	}
 	if err := checkAhead(now, "begin", r.Begin); err != nil {

@@ -36,6 +36,7 @@ func TestLimitsCheck(t *testing.T) {
 	}{
 		{"submit ok", Limits{}, sub(func(*SubmitRequest) {}), ""},
 		{"walltime at the default max", Limits{}, sub(func(r *SubmitRequest) { r.Walltime = 366 * day }), ""},
+		{"submit hostlist", Limits{}, sub(func(r *SubmitRequest) { r.NodeList = strings.Repeat("n1,", MaxHostlist) }), "nodelist"},
 		{"walltime past the default max", Limits{}, sub(func(r *SubmitRequest) { r.Walltime = 366*day + 1 }), "at most 366d"},
 		{"walltime 2^63-1", Limits{}, sub(func(r *SubmitRequest) { r.Walltime = 1<<63 - 1 }), "--max-walltime"},
 		{"walltime past an admin's max", Limits{MaxWalltime: time.Hour}, sub(func(r *SubmitRequest) { r.Walltime = 3601 }), "at most 1h"},

@@ -170,7 +170,10 @@ type Job struct {
 
 // SubmitRequest asks for a new job.
 type SubmitRequest struct {
-	Nodes      int               `json:"nodes"`      // whole nodes, ≥ 1
+	Nodes int `json:"nodes"` // whole nodes, ≥ 1
+	// NodeList, a hostlist, asks for exactly these nodes; Nodes must
+	// count them.
+	NodeList   string            `json:"nodelist,omitempty"`
 	Walltime   int64             `json:"walltime_s"` // seconds; 0: the instance default
 	Name       string            `json:"name,omitempty"`
 	Resv       string            `json:"resv,omitempty"` // run inside this reservation

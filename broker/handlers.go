@@ -8,6 +8,7 @@ import (
 
 	"github.com/strata-hpc/strata/api"
 	"github.com/strata-hpc/strata/instance"
+	"github.com/strata-hpc/strata/internal/hostlist"
 )
 
 // handler serves one instance path through the core.
@@ -96,6 +97,16 @@ func (r *Runtime) submit(ctx context.Context, q Request) (any, error) {
 		Name: sr.Name, Nodes: sr.Nodes, Walltime: instance.Duration(sr.Walltime), Slots: sr.QPU,
 		Resv: sr.Resv, Hold: sr.Hold, Requeue: sr.Requeue, Child: sr.Instance,
 		Singleton: sr.Singleton,
+	}
+	if sr.NodeList != "" {
+		names, err := hostlist.Parse(sr.NodeList)
+		if err != nil {
+			return nil, api.Errorf(api.CodeInvalidArgument, "nodelist %q: %v: give a hostlist such as node[0-3]", sr.NodeList, err)
+		}
+		if len(names) != sr.Nodes {
+			return nil, api.Errorf(api.CodeInvalidArgument, "nodelist %q names %d nodes but nodes is %d: make the two agree", sr.NodeList, len(names), sr.Nodes)
+		}
+		spec.NodeList = names
 	}
 	if sr.Nice != 0 {
 		if sr.Nice < 0 && !q.Admin {

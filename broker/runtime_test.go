@@ -323,3 +323,43 @@ func TestWaitersDoNotBlockTheBroker(t *testing.T) {
 		t.Fatalf("%d waits returned before the job ended", len(waiting))
 	}
 }
+
+// TestRuntimeSubmitNodeList: a node list on the wire runs the job on
+// exactly those nodes; one that is not a hostlist, or that the node count
+// does not count, is refused with what to do and queues nothing.
+func TestRuntimeSubmitNodeList(t *testing.T) {
+	b, _ := runtime(t, "")
+	alice := userClient(t, b, "alice")
+	ctx := context.Background()
+	for _, tc := range []struct {
+		nodes    int
+		nodelist string
+		err      string // "" for a job on nodelist's nodes
+	}{
+		{2, "n[1,3]", ""},
+		{1, "n2", ""},
+		{1, "n[3-1]", `nodelist "n[3-1]"`},
+		{3, "n[0-1]", `nodelist "n[0-1]" names 2 nodes but nodes is 3`},
+		{1, "n9", `node "n9" is not in instance root`},
+	} {
+		var j api.Job
+		err := alice.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: tc.nodes, NodeList: tc.nodelist, Walltime: 60, Command: []string{"true"}, Cwd: t.TempDir()}, &j)
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("nodelist %s: %v", tc.nodelist, err)
+		case tc.err == "":
+			if j = waitJob(t, alice, j.ID); j.Nodes != tc.nodelist || j.State != api.JobCompleted {
+				t.Errorf("nodelist %s: the job %s on %q", tc.nodelist, j.State, j.Nodes)
+			}
+		case err == nil || !strings.Contains(err.Error(), tc.err):
+			t.Errorf("nodelist %s with %d nodes: error %v; want one saying %q", tc.nodelist, tc.nodes, err, tc.err)
+		}
+	}
+	var page api.JobsReply
+	if err := alice.Call(ctx, api.OpJobs, api.JobsRequest{All: true}, &page); err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Jobs) != 2 {
+		t.Errorf("%d jobs queued; want the 2 accepted", len(page.Jobs))
+	}
+}

@@ -57,6 +57,7 @@ type dirOption struct {
 // lines, and the submit flag each sets.
 var sbatchOptions = []dirOption{
 	{"N", "nodes", "nodes", false},
+	{"w", "nodelist", "nodelist", false},
 	{"n", "ntasks", "ntasks", false},
 	{"t", "time", "time", false},
 	{"J", "job-name", "name", false},

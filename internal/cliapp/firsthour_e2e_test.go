@@ -53,6 +53,36 @@ strata run -t 1h -- true 2>&1 | grep 'does not fit' && echo "explicit=refused"
 	}
 }
 
+// TestCLINodelist: -w/--nodelist, from the command line or an #SBATCH
+// line, runs a job on exactly the nodes named, as sbatch -w does; a node
+// the instance does not have, or a -N that does not count the list, is
+// refused with what to do and queues nothing.
+func TestCLINodelist(t *testing.T) {
+	t.Parallel()
+	b := startCLIBrokerArgs(t, []string{"--nodes", "n[0-3]"}, "alice")
+	id := b.id(b.must("alice", "submit", "-w", "n[1,3]", "-o", "w.out", "--", "sh", "-c", "echo $STRATA_NODELIST"))
+	b.must("alice", "wait", id)
+	if j := b.job("alice", id); j.Nodes != "n[1,3]" || j.NNodes != 2 {
+		t.Errorf("job %s ran on %q (%d nodes); want n[1,3], 2", id, j.Nodes, j.NNodes)
+	}
+	if out, _ := os.ReadFile(filepath.Join(b.work, "w.out")); strings.TrimSpace(string(out)) != "n[1,3]" {
+		t.Errorf("the job saw STRATA_NODELIST %q; want n[1,3]", out)
+	}
+	if err := os.WriteFile(filepath.Join(b.work, "w.sh"), []byte("#!/bin/sh\n#SBATCH --nodelist=n2\necho $STRATA_NODELIST\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	id = b.id(b.must("alice", "submit", "-o", "w2.out", "w.sh"))
+	b.must("alice", "wait", id)
+	if j := b.job("alice", id); j.Nodes != "n2" {
+		t.Errorf("job %s of #SBATCH --nodelist=n2 ran on %q", id, j.Nodes)
+	}
+	b.expect("alice", 1, `node "n7" is not in instance root (it has n[0-3])`, "submit", "-w", "n7", "--", "true")
+	b.expect("alice", 2, "-w/--nodelist: n[0-1] names 2 nodes but -N asks for 3", "submit", "-N", "3", "-w", "n[0-1]", "--", "true")
+	if out := b.must("alice", "jobs", "-a"); strings.Count(out, "\n") != 3 { // the header and two jobs
+		t.Errorf("refused submissions queued something:\n%s", out)
+	}
+}
+
 // startCLIBrokerArgs is startCLIBroker with the broker's flags given.
 func startCLIBrokerArgs(t *testing.T, args []string, users ...string) *cliBroker {
 	t.Helper()

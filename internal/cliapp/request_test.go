@@ -81,6 +81,8 @@ func TestSubmitRequest(t *testing.T) {
 		{[]string{"--qpu", "qpu0:2", "--qpu", "ion:1", "./sim", "-x", "in.dat"}, base(func(r *api.SubmitRequest) { r.QPU = map[string]int{"qpu0": 2, "ion": 1} })},
 		{[]string{"--qpu", "qpu0:2,ion:1", "./sim", "-x", "in.dat"}, base(func(r *api.SubmitRequest) { r.QPU = map[string]int{"qpu0": 2, "ion": 1} })},
 		{[]string{"-o", "out-%j.txt", "-e", "/tmp/err-%j", "./sim", "-x", "in.dat"}, base(func(r *api.SubmitRequest) { r.Stdout, r.Stderr = "out-%j.txt", "/tmp/err-%j" })},
+		{[]string{"-w", "n[1-3]", "./sim", "-x", "in.dat"}, base(func(r *api.SubmitRequest) { r.Nodes, r.NodeList = 3, "n[1-3]" })},
+		{[]string{"--nodelist", "n3,n1", "-N", "2", "./sim", "-x", "in.dat"}, base(func(r *api.SubmitRequest) { r.Nodes, r.NodeList = 2, "n[1,3]" })},
 		// What follows the command belongs to it, flags included.
 		{[]string{"./sim", "-x", "in.dat", "-N", "4"}, base(func(r *api.SubmitRequest) { r.Command = append(r.Command, "-N", "4") })},
 		{[]string{"-N", "2", "./sim", "--", "-t"}, base(func(r *api.SubmitRequest) { r.Nodes, r.Command = 2, []string{"./sim", "--", "-t"} })},
@@ -121,6 +123,8 @@ func TestSubmitRequestErrors(t *testing.T) {
 		{[]string{"--qpu", "qpu0:1", "--qpu", "qpu0:2", "true"}, []string{"--qpu", "twice"}},
 		{[]string{"--resv", "Physics!", "true"}, []string{"--resv", "reservation name"}},
 		{[]string{"--name", strings.Repeat("x", 129), "true"}, []string{"--name", "at most 128"}},
+		{[]string{"-w", "n[3-1]", "true"}, []string{"-w/--nodelist", "hostlist"}},
+		{[]string{"-w", "n[1-2]", "-N", "3", "true"}, []string{"-w/--nodelist", "names 2 nodes", "-N asks for 3"}},
 		{[]string{"--bogus", "true"}, []string{"bogus"}},
 		{[]string{"--hold=maybe", "true"}, []string{"hold"}},
 	} {

@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/strata-hpc/strata/api"
+	"github.com/strata-hpc/strata/internal/hostlist"
 )
 
 // Defaults of submit and run. Without -t the walltime is left to the
@@ -25,6 +26,7 @@ const (
 func jobFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.IntFlag{Name: "nodes", Aliases: []string{"N"}, Value: defaultNodes, Usage: "whole nodes to run on"},
+		&cli.StringFlag{Name: "nodelist", Aliases: []string{"w"}, Usage: "run on exactly these nodes, a hostlist: node[0-3] (-N, if given, must count them)"},
 		&cli.StringFlag{Name: "time", Aliases: []string{"t"}, Value: defaultWalltime,
 			Usage: "walltime: 90m, 1h30m, 1d12h, D-HH:MM:SS, HH:MM:SS, MM:SS, or minutes alone (90); default: the instance's"},
 		&cli.StringFlag{Name: "name", Usage: "the job's name (default: the command's base name)"},
@@ -51,6 +53,8 @@ func jobFlags() []cli.Flag {
 // jobSpec is what the flags of submit and run say, as typed.
 type jobSpec struct {
 	Nodes                      int
+	NodesSet                   bool // -N was given (by a flag or a directive)
+	NodeList                   string
 	Time, Name, Resv, Begin    string
 	Hold, Requeue              bool
 	AfterOK, AfterAny, AfterNo string
@@ -64,7 +68,7 @@ type jobSpec struct {
 
 func readJobSpec(c *cli.Context) jobSpec {
 	return jobSpec{
-		Nodes: c.Int("nodes"), Time: c.String("time"), Name: c.String("name"), Resv: c.String("resv"),
+		Nodes: c.Int("nodes"), NodesSet: c.IsSet("nodes"), NodeList: c.String("nodelist"), Time: c.String("time"), Name: c.String("name"), Resv: c.String("resv"),
 		Begin: c.String("begin"), Hold: c.Bool("hold"), Requeue: c.Bool("requeue"),
 		AfterOK: c.String("afterok"), AfterAny: c.String("afterany"), AfterNo: c.String("afternotok"),
 		QPU: c.StringSlice("qpu"), Output: c.String("output"), Error: c.String("error"),
@@ -92,6 +96,16 @@ func (s jobSpec) request(now time.Time, cwd string, environ []string) (api.Submi
 	}
 	if s.Nodes < 1 {
 		return r, flagErr("-N/--nodes", fmt.Errorf("%d: give a whole number of nodes from 1", s.Nodes))
+	}
+	if s.NodeList != "" {
+		names, err := hostlist.Parse(s.NodeList)
+		if err != nil {
+			return r, flagErr("-w/--nodelist", fmt.Errorf("%w: give a hostlist such as node[0-3] or n1,n5", err))
+		}
+		if s.NodesSet && s.Nodes != len(names) {
+			return r, flagErr("-w/--nodelist", fmt.Errorf("%s names %d nodes but -N asks for %d: drop -N, or make the two agree", s.NodeList, len(names), s.Nodes))
+		}
+		r.Nodes, r.NodeList = len(names), hostlist.Format(names)
 	}
 	var err error
 	if s.Time != "" {
@@ -201,6 +215,13 @@ func submitRequest(c *cli.Context) (api.SubmitRequest, error) {
 		}
 	}
 	s := readJobSpec(c)
+	if c.Command.Name == "submit" && len(s.Command) > 0 && !strings.Contains(s.Command[0], "/") && scriptFile(s.Command[0], cwd) != "" {
+		// The script whose directives were just read is the one run,
+		// not a program of that name in PATH: 'strata submit job.sh'
+		// runs ./job.sh, as sbatch and 'strata batch' do.
+		s.Command = append([]string(nil), s.Command...)
+		s.Command[0] = "./" + s.Command[0]
+	}
 	if s.Chdir != "" && len(s.Command) > 0 && scriptFile(s.Command[0], cwd) != "" {
 		// The script is where it was named, whatever the job's directory.
 		s.Command = append([]string(nil), s.Command...)
@@ -225,7 +246,7 @@ func submitCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "submit",
 		Usage:     "queue a job and print its ID",
-		UsageText: "strata submit [-N NODES] [-t WALLTIME] [--name NAME] [--resv NAME] [--begin TIME] [--hold] [--afterok IDS] [--afterany IDS] [--afternotok IDS] [--requeue] [--qpu NAME:SLOTS]... [-o FILE] [-e FILE] -- COMMAND [ARGS...]",
+		UsageText: "strata submit [-N NODES | -w HOSTLIST] [-t WALLTIME] [--name NAME] [--resv NAME] [--begin TIME] [--hold] [--afterok IDS] [--afterany IDS] [--afternotok IDS] [--requeue] [--qpu NAME:SLOTS]... [-o FILE] [-e FILE] -- COMMAND [ARGS...]",
 		Description: "Queues COMMAND to run in the current directory with the current environment\n" +
 			"(all of it) and prints the new job's ID alone on stdout. Output goes to\n" +
 			"strata-ID.out and strata-ID.err in the current directory unless -o/-e say otherwise;\n" +
