@@ -91,7 +91,13 @@ func (r *Runtime) resvCreate(ctx context.Context, q Request) (any, error) {
 		spec := spec
 		if cr.StartNow { // --start now: this second, whatever the client's clock said
 			spec.Start, spec.End = now, spec.End+(now-spec.Start)
-			spec = startNowKill(inst, spec)
+			shift := startNowShift(spec.Overlap == resv.Kill, func(d instance.Time) error {
+				s := spec
+				s.Start, s.End = s.Start+d, s.End+d
+				_, err := inst.PlanResv(s)
+				return err
+			})
+			spec.Start, spec.End = spec.Start+shift, spec.End+shift
 		}
 		if cr.DryRun {
 			if err := spec.Validate(now); err != nil {
@@ -122,24 +128,21 @@ func (r *Runtime) resvCreate(ctx context.Context, q Request) (any, error) {
 	})
 }
 
-// startNowKill returns spec, a kill-mode window starting this second,
-// moved to the next second where only that makes it possible: a job that
-// started in this very second holds its nodes from it, so the core has
-// nothing of it to cut at the start (its spans are whole seconds), and
-// would refuse the window although the job can be killed like any other.
-func startNowKill(inst *instance.Instance, spec resv.Spec) resv.Spec {
-	if spec.Overlap != resv.Kill {
-		return spec
+// startNowShift returns how far a window asked to start this second
+// (--start now) must move: 1 where only the next second makes it
+// possible, else 0. A job that started in this very second holds its
+// nodes from it, so in kill mode the core has nothing of it to cut at the
+// start (its spans are whole seconds) and would refuse the window,
+// although the job can be killed like any other. plan tries the window
+// moved by shift and changes nothing.
+func startNowShift(kill bool, plan func(shift instance.Time) error) instance.Time {
+	if !kill || !errors.Is(plan(0), instance.ErrNoFit) {
+		return 0
 	}
-	if _, err := inst.PlanResv(spec); !errors.Is(err, instance.ErrNoFit) {
-		return spec
+	if plan(1) == nil {
+		return 1
 	}
-	next := spec
-	next.Start, next.End = spec.Start+1, spec.End+1
-	if _, err := inst.PlanResv(next); err == nil {
-		return next
-	}
-	return spec
+	return 0
 }
 
 func (r *Runtime) killed(ids []instance.JobID) []api.KilledJob {
@@ -310,6 +313,23 @@ func (r *Runtime) resvUpdate(ctx context.Context, q Request) (any, error) {
 				end := *u.End + shift
 				u.End = &end
 			}
+		}
+		if cur, ok := r.in.Resv(ur.Name); ok && ur.StartNow && u.Start != nil {
+			moved := func(d instance.Time) instance.ResvUpdate {
+				m := u
+				start := *u.Start + d
+				m.Start = &start
+				if u.End != nil {
+					end := *u.End + d
+					m.End = &end
+				}
+				return m
+			}
+			shift := startNowShift(cur.Overlap == resv.Kill, func(d instance.Time) error {
+				_, _, err := r.in.UpdateResv(now, actor(q), ur.Name, moved(d), true)
+				return err
+			})
+			u = moved(shift)
 		}
 		if ur.DurationS > 0 {
 			// From the start as it is now (or as this change sets it):

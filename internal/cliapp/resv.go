@@ -682,7 +682,9 @@ func resvUpdateCommand() *cli.Command {
 		Description: "Changes what is given and leaves the rest. --duration is counted from the new\n" +
 			"--start, or else from the reservation's start. The start and the nodes change only\n" +
 			"before the reservation starts; an active reservation can be extended or shortened.\n" +
-			"--dry-run shows the reservation as it would be and the jobs it would kill.",
+			"--dry-run shows the reservation as it would be and the jobs it would kill.\n" +
+			"As with create, --start now on a kill-mode reservation over a job that started\n" +
+			"in that same second moves the window to the next second.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "start", Usage: "a new start (before it starts only): " + timeForms},
 			&cli.StringFlag{Name: "end", Usage: "a new end, a time as --start reads it"},
