@@ -48,7 +48,7 @@ func (r *Runtime) jobOutput(ctx context.Context, q Request) (any, error) {
 	if or.Max > 0 && or.Max < max {
 		max = or.Max
 	}
-	wait := min(time.Duration(or.WaitMS)*time.Millisecond, 10*time.Second)
+	wait := or.MaxWait()
 	r.lock()
 	j, err := r.visible(q, or.ID)
 	var path string

@@ -370,10 +370,7 @@ func (r *Runtime) wait(ctx context.Context, q Request) (any, error) {
 	if err := q.Decode(&wr); err != nil {
 		return nil, err
 	}
-	timeout := 10 * time.Second
-	if wr.TimeoutMS > 0 {
-		timeout = min(time.Duration(wr.TimeoutMS)*time.Millisecond, time.Minute)
-	}
+	timeout := wr.MaxWait()
 	r.lock()
 	j, err := r.visible(q, wr.ID)
 	if err != nil || j.State.Final() {

@@ -342,10 +342,7 @@ func (r *Runtime) qpuResult(ctx context.Context, q Request) (any, error) {
 	c := make(chan struct{})
 	r.qp.results[j.ID] = append(r.qp.results[j.ID], c)
 	r.mu.Unlock()
-	timeout := 10 * time.Second
-	if rr.TimeoutMS > 0 {
-		timeout = min(time.Duration(rr.TimeoutMS)*time.Millisecond, time.Minute)
-	}
+	timeout := rr.MaxWait()
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	q.Blocking(func() {

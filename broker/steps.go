@@ -324,7 +324,7 @@ func (r *Runtime) execStatus(ctx context.Context, q Request) (any, error) {
 	if st.left > 0 && sr.WaitMS > 0 {
 		c := st.changed
 		r.mu.Unlock()
-		t := time.NewTimer(min(time.Duration(sr.WaitMS)*time.Millisecond, 10*time.Second))
+		t := time.NewTimer(sr.MaxWait())
 		q.Blocking(func() {
 			select {
 			case <-c:

@@ -296,6 +296,9 @@ const (
 	// design (wait, qpu-result, output may), so that a request lost with
 	// its server is sent again while the call's deadline allows.
 	attemptTimeout = 10 * time.Second
+	// waitMargin is what an attempt of a call that waits by design is
+	// given beyond the wait its request asks the broker for (MaxWait).
+	waitMargin = 3 * time.Second
 	// reconnectWait is the pause between reconnection attempts to the
 	// same server (nats.go's default is 2s).
 	reconnectWait = 250 * time.Millisecond
@@ -304,8 +307,26 @@ const (
 	probeTimeout = 2 * time.Second
 )
 
-// blockingOps may wait for as long as their caller's deadline by design.
+// blockingOps may wait at the broker by design: as long as their request
+// says (see attemptBound), or else the caller's deadline.
 var blockingOps = map[string]bool{api.OpWait: true, api.OpQPUResult: true, api.OpOutput: true, api.OpExecStatus: true}
+
+// attemptBound is how long one attempt of op with request req may take,
+// 0 for the caller's whole deadline. An op that waits by design gets the
+// wait its request asks for, plus waitMargin: a request lost with its
+// broker (a restart; a takeover) is then sent again, to the broker that
+// serves now, within a few seconds, where before it waited for the
+// caller's deadline ('strata exec' for its --timeout, 30 s, to report
+// the step lost with its broker).
+func attemptBound(op string, req any) time.Duration {
+	if !blockingOps[op] {
+		return attemptTimeout
+	}
+	if w, ok := req.(interface{ MaxWait() time.Duration }); ok {
+		return w.MaxWait() + waitMargin
+	}
+	return 0
+}
 
 func (c *Client) call(ctx context.Context, subject, op string, req, resp any) error {
 	var data []byte
@@ -324,7 +345,7 @@ func (c *Client) call(ctx context.Context, subject, op string, req, resp any) er
 	defer cancel(nil)
 	defer c.conn.watch(subject, cancel)()
 
-	msg := &request{subject: subject, data: data}
+	msg := &request{subject: subject, data: data, bound: attemptBound(op, req)}
 	if api.IsChange(op) {
 		msg.header = natsconn.Header{}
 		msg.header.Set(api.HeaderRequestKey, newRequestKey())
@@ -370,14 +391,15 @@ type request struct {
 	subject string
 	header  natsconn.Header // nil without one
 	data    []byte
+	bound   time.Duration // of one attempt (0: none but the call's)
 }
 
 // attempt sends msg once and decodes the reply into resp.
 func (c *Client) attempt(ctx context.Context, msg *request, op string, resp any) error {
 	actx := ctx
-	if !blockingOps[op] {
+	if msg.bound > 0 {
 		var cancel context.CancelFunc
-		actx, cancel = context.WithTimeout(ctx, attemptTimeout)
+		actx, cancel = context.WithTimeout(ctx, msg.bound)
 		defer cancel()
 	}
 	start := time.Now()

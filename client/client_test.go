@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -186,4 +187,68 @@ func TestCredsLookup(t *testing.T) {
 			t.Errorf("bad URI: %v", err)
 		}
 	})
+}
+
+// TestWaitingCallLostIsSentAgain: a request that waits at the broker by
+// design (exec-status, wait, output, qpu-result) and whose reply never
+// comes, as when its broker restarted, is sent again once the wait it
+// asked for and a margin have passed, not when the caller's whole
+// deadline (30 s here) runs out.
+func TestWaitingCallLostIsSentAgain(t *testing.T) {
+	b := startBroker(t)
+	block := make(chan struct{})
+	defer close(block)
+	calls := make(chan int, 10)
+	var n atomic.Int32
+	if _, err := b.ServeInstance("root", broker.Mux{api.OpExecStatus: func(ctx context.Context, _ broker.Request) (any, error) {
+		calls <- 1
+		if n.Add(1) == 1 { // lost: never answered
+			select {
+			case <-block:
+			case <-ctx.Done():
+			}
+			return nil, ctx.Err()
+		}
+		return api.ExecStatusReply{}, nil
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Dial(b.URI("root"), WithCreds(userCreds(t, b, "alice")), WithTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	var st api.ExecStatusReply
+	if err := c.Call(context.Background(), api.OpExecStatus, api.ExecStatusRequest{Step: "1.1", WaitMS: 50}, &st); err != nil {
+		t.Fatal(err)
+	}
+	if d, want := time.Since(start), 50*time.Millisecond+waitMargin+retryMax; d > want {
+		t.Errorf("the answer to the second attempt came after %v; want it within %v", d, want)
+	}
+	if len(calls) != 2 {
+		t.Errorf("the broker saw %d requests; want 2, the lost one and the one sent again", len(calls))
+	}
+}
+
+func TestAttemptBound(t *testing.T) {
+	for _, tc := range []struct {
+		op   string
+		req  any
+		want time.Duration
+	}{
+		{api.OpSubmit, api.SubmitRequest{}, attemptTimeout},
+		{api.OpExecStatus, api.ExecStatusRequest{WaitMS: 50}, 50*time.Millisecond + waitMargin},
+		{api.OpExecStatus, api.ExecStatusRequest{WaitMS: 99999}, 10*time.Second + waitMargin},
+		{api.OpWait, api.WaitRequest{}, 10*time.Second + waitMargin},
+		{api.OpWait, api.WaitRequest{TimeoutMS: 3_600_000}, time.Minute + waitMargin},
+		{api.OpQPUResult, api.QPUResultRequest{}, waitMargin},
+		{api.OpQPUResult, api.QPUResultRequest{Wait: true, TimeoutMS: 2000}, 2*time.Second + waitMargin},
+		{api.OpOutput, api.OutputRequest{WaitMS: -5}, waitMargin},
+		{api.OpOutput, nil, 0},
+	} {
+		if got := attemptBound(tc.op, tc.req); got != tc.want {
+			t.Errorf("attemptBound(%s, %+v) = %v; want %v", tc.op, tc.req, got, tc.want)
+		}
+	}
 }

@@ -201,7 +201,7 @@ func TestE2EExecTasksKilledAfterRestart(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(work, "step.sh"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "batch", "-N", "1", "-t", "5m", "-o", "step.out", "step.sh")
+	cmd := exec.Command(bin, "batch", "-N", "1", "-t", "5m", "-o", "step.out", "-e", "step.err", "step.sh")
 	cmd.Dir = work
 	cmd.Env = append(os.Environ(), "STRATA_URI="+p.uri, "STRATA_CREDS="+filepath.Join(dir, "admin.creds"))
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -225,6 +225,7 @@ func TestE2EExecTasksKilledAfterRestart(t *testing.T) {
 	}
 	p.kill()
 	p = startBrokerProc(t, dir, port, args...)
+	restarted := time.Now()
 	t.Cleanup(func() { cancelEvery(p.uri, dir) }) // before this broker's kill
 	for deadline := time.Now().Add(20 * time.Second); processAlive(pid); {
 		if time.Now().After(deadline) {
@@ -242,6 +243,23 @@ func TestE2EExecTasksKilledAfterRestart(t *testing.T) {
 			t.Fatalf("task records left after the task was killed: %v", left)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	// The step's 'strata exec' learns from the restarted broker that the
+	// step is gone, within its status request's wait and the client's
+	// margin, not at its --timeout (30 s).
+	for {
+		out, _ := os.ReadFile(filepath.Join(work, "step.err"))
+		if strings.Contains(string(out), "lost track of step") {
+			t.Logf("strata exec: %s, %v after the restart", strings.TrimSpace(string(out)), time.Since(restarted).Round(time.Millisecond))
+			if d := time.Since(restarted); d > 15*time.Second {
+				t.Errorf("strata exec reported the lost step %v after the restart; want it within a few seconds", d.Round(time.Millisecond))
+			}
+			break
+		}
+		if time.Since(restarted) > 40*time.Second {
+			t.Fatalf("strata exec did not report the lost step 40 s after the restart:\n%s", out)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
