@@ -264,6 +264,11 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 	if res.Agents != nil && res.Executor != nil {
 		return nil, errors.New("broker: Resources.Agents and Resources.Executor exclude each other")
 	}
+	if res.RunAsSelf {
+		b.log.Info("every job runs as the broker's own Unix account (run as self), whoever submitted it", "uid", os.Geteuid())
+	} else {
+		b.log.Info("each job runs as its user's Unix account (the same name, or user add --unix)")
+	}
 	if res.Executor == nil && res.Agents == nil {
 		ex, err := executor.NewLocal(executor.LocalOptions{StateDir: b.opts.StateDir + "/executor", AllowRoot: res.AllowRootJobs, Logger: b.log})
 		if err != nil {

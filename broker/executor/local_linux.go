@@ -123,7 +123,7 @@ func NewLocal(opts LocalOptions) (*Local, error) {
 		self = &account{name: "uid " + strconv.Itoa(euid), uid: uint32(euid), gid: uint32(os.Getegid()), shell: "/bin/sh"}
 	}
 	if euid == 0 {
-		opts.Logger.Info("executor: running as root: each job runs as its user's Unix account", "node", opts.Node, "allow_root_jobs", opts.AllowRoot)
+		opts.Logger.Info("executor: running as root: each job runs as the Unix account the broker names for it", "node", opts.Node, "allow_root_jobs", opts.AllowRoot)
 	} else {
 		opts.Logger.Info("executor: not running as root: jobs run only as this executor's own account", "node", opts.Node, "account", self.name, "uid", euid)
 	}

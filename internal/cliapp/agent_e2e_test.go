@@ -357,7 +357,7 @@ func TestE2EAgentNoUnixAccount(t *testing.T) {
 	b.must("admin", "user", "add", "a0", "--agent", "--nodes", "n0", "-o", creds)
 	ap := b.startAgentProc(t, "n0", creds, filepath.Join(b.dir, "agent-n0"))
 	// An agent says at its start whom it runs jobs as.
-	if log, _ := os.ReadFile(ap.log); !strings.Contains(string(log), "running as root: each job runs as its user's Unix account") {
+	if log, _ := os.ReadFile(ap.log); !strings.Contains(string(log), "running as root: each job runs as the Unix account the broker names for it") {
 		t.Errorf("the agent's log does not say whom it runs jobs as:\n%s", log)
 	}
 	b.must("admin", "user", "add", "ghost", "-o", b.creds("ghost"))
