@@ -339,7 +339,7 @@ func (in *Instance) JobRecords(ids []JobID) []Job {
 func (in *Instance) Jobs(keep func(*Job) bool) []Job {
 	var out []Job
 	for _, j := range in.sh.jobs {
-		if j.inst != in || keep != nil && !keep(j) {
+		if j.inst != in || j.unlisted || keep != nil && !keep(j) {
 			continue
 		}
 		out = append(out, j.copy())
@@ -359,7 +359,7 @@ func (in *Instance) JobsAndResvJobs(keep func(*Job) bool) []Job {
 // own jobs, and those queued in its reservations (before and during
 // them), where their users submitted them.
 func (in *Instance) lists(j *Job) bool {
-	return j.inst == in || (j.inst.resv != nil && j.inst.parent == in)
+	return j.inst == in && !j.unlisted || (j.inst.resv != nil && j.inst.parent == in)
 }
 
 // Forget drops the records of final jobs that ended before t, to bound

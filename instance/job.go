@@ -173,6 +173,9 @@ type Job struct {
 	wait      waitKind
 	waitErr   error
 	seen      uint64 // the pass that last considered it (see Instance.waitOf)
+	// unlisted marks a job restored from a child instance that had
+	// ended: it hangs off the root, but is not the root's (see Restore).
+	unlisted bool
 }
 
 func (j *Job) record(now Time, st State, reason string) {

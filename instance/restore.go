@@ -27,6 +27,10 @@ func (in *Instance) Restore(now Time, resvs []Resv, jobs []Job) (lost []JobID, e
 			return nil, err
 		}
 	}
+	resvParent := map[string]string{}
+	for _, rv := range resvs {
+		resvParent[rv.Path] = rv.Parent
+	}
 	sort.Slice(jobs, func(a, b int) bool { return jobs[a].ID < jobs[b].ID })
 	for i := range jobs {
 		rec := jobs[i]
@@ -35,7 +39,14 @@ func (in *Instance) Restore(now Time, resvs []Resv, jobs []Job) (lost []JobID, e
 		in.sh.lastID = max(in.sh.lastID, j.ID)
 		o := in.sh.insts[j.Path]
 		if o == nil {
-			o = in // the history of an instance that has ended
+			// The history of an instance that has ended. The jobs
+			// of a reservation of the root's were listed by the
+			// root before the restart, and are now; those of a
+			// child job's instance were listed by that instance
+			// alone, and are listed by none now either (found by
+			// their ID, and in the tree's list).
+			o = in
+			j.unlisted = j.Path != in.path && resvParent[j.Path] != in.path
 		}
 		j.inst = o
 		in.sh.jobs[j.ID] = j

@@ -196,3 +196,67 @@ func TestRestoreMaint(t *testing.T) {
 		t.Errorf("job 1 after the maintenance: %+v", j1.Events)
 	}
 }
+
+// TestRestoreEndedChildJobs: the jobs of a child instance that ended
+// (a batch or alloc job's) are not the root's jobs before a restart, and
+// must not become the root's after it: the root's list shows them
+// neither before nor after, and each is still found by its ID.
+func TestRestoreEndedChildJobs(t *testing.T) {
+	build := func() *Instance {
+		in, err := New(Config{Nodes: names("n", 4)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return in
+	}
+	a := build()
+	alice := Actor{User: "alice"}
+	child, err := a.Submit(0, alice, "root", Spec{Nodes: 2, Walltime: 500, Child: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Ready()
+	inner, err := a.Submit(1, alice, "root.j1", Spec{Nodes: 1, Walltime: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Ready()
+	if err := a.Cancel(2, alice, child); err != nil {
+		t.Fatal(err)
+	}
+	a.Ready()
+	for _, id := range []JobID{inner, child} {
+		if err := a.Exited(2, id, Exit{Signal: "SIGTERM"}); err != nil {
+			t.Fatal(err)
+		}
+		a.Ready()
+	}
+	if j, _ := a.Job(inner); !j.State.Final() {
+		t.Fatalf("the job inside the ended child is %v", j.State)
+	}
+	ids := func(jobs []Job) []JobID {
+		var out []JobID
+		for _, j := range jobs {
+			out = append(out, j.ID)
+		}
+		return out
+	}
+	want := ids(a.JobsAndResvJobs(nil))
+	if len(want) != 1 || want[0] != child {
+		t.Fatalf("the root lists %v before the restart, want [%d]", want, child)
+	}
+	b := build()
+	rs, js := snapshot(a)
+	if _, err := b.Restore(3, rs, js); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(b.JobsAndResvJobs(nil)); !reflect.DeepEqual(got, want) {
+		t.Errorf("the root lists %v after the restart, %v before", got, want)
+	}
+	if got := ids(b.Jobs(nil)); !reflect.DeepEqual(got, want) {
+		t.Errorf("the root's own jobs are %v after the restart, %v before", got, want)
+	}
+	if j, ok := b.Job(inner); !ok || j.Path != "root.j1" || !j.State.Final() {
+		t.Errorf("the job inside the ended child after the restart: %+v (found %v)", j, ok)
+	}
+}

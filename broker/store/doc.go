@@ -16,12 +16,22 @@
 //	              "backend.NAME"         a QPUBackend
 //	strata_meta   "ids"                 the IDs handed out so far (IDs)
 //	              "lease"               the active broker's lease (Lease)
+//	              "config"              the active broker's configuration (Config)
+//	              "reply.HASH"          the answer to a change with an idempotency key (Reply)
+//	strata_arrays "ID"                  a job array as submitted (Array)
 //	every bucket the runtime writes, and the archive stream (its
 //	subject strata.archive._fence):
 //	              "_fence"              the active broker's fence (Fence)
 //	strata_users  "NAME"                a User
 //	strata_revoked "PUBKEY"             a Revocation
 //	strata_nodes  "NAME"                a Node (a node down or drained, or once so)
+//	strata_archive (a stream)           on strata.archive.job.SHARD a Job, on
+//	                                    strata.archive.resv a Resv, on
+//	                                    strata.archive.qpu.SHARD a QPUJob
+//
+// testdata/v2 holds a golden file of each kind of record, under
+// BUCKET/KEY.json (the archive's under strata_archive/SUBJECT.json), and
+// TestGoldenRecords fails for a bucket or kind without one.
 //
 // The kind of a record follows from its bucket and key, never from its
 // contents.

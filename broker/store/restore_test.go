@@ -1,6 +1,7 @@
 package store
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/strata-hpc/strata/instance"
@@ -21,11 +22,14 @@ func TestGoldenStateRestores(t *testing.T) {
 			var resvs []instance.Resv
 			var q QPURecords
 			var states []instance.NodeState
+			var tasks []instance.Job
 			for _, g := range readGolden(t, v) {
 				d := decode(t, g)
 				switch g.bucket {
 				case JobsBucket:
 					jobs = append(jobs, d.job)
+				case ArraysBucket:
+					tasks = append(tasks, d.tasks...)
 				case ResvsBucket:
 					resvs = append(resvs, d.resv)
 				case NodesBucket:
@@ -34,6 +38,13 @@ func TestGoldenStateRestores(t *testing.T) {
 					q.Jobs = append(q.Jobs, d.qpu.Jobs...)
 					q.Sessions = append(q.Sessions, d.qpu.Sessions...)
 					q.Backends = append(q.Backends, d.qpu.Backends...)
+				}
+			}
+			// A job array's tasks as submitted, unless a task has a
+			// record of its own, as the broker restores them.
+			for _, task := range tasks {
+				if !slices.ContainsFunc(jobs, func(j instance.Job) bool { return j.ID == task.ID }) {
+					jobs = append(jobs, task)
 				}
 			}
 			restore := func(now instance.Time) *instance.Instance {
@@ -55,6 +66,19 @@ func TestGoldenStateRestores(t *testing.T) {
 			}
 			if s, _ := restore(0).NodeState("n3"); v == "v2" && (!s.Down || !s.Drained || s.DrainedBy != "admin") {
 				t.Errorf("node n3 restored as %+v", s)
+			}
+			if v == "v2" {
+				in := restore(0)
+				for _, want := range []struct {
+					id   instance.JobID
+					task int
+					hold bool
+				}{{7, 0, false}, {8, 1, true}, {9, 2, false}} {
+					j, ok := in.Job(want.id)
+					if !ok || j.Spec.Array.Job != 7 || j.Spec.Array.Task != want.task || j.Spec.Array.Count != 3 || j.Spec.Hold != want.hold {
+						t.Errorf("task %d of array 7 restored as %+v (found %v)", want.task, j, ok)
+					}
+				}
 			}
 			j2, _ := restore(0).Job(2)
 			now := j2.Start + 10

@@ -5,10 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -52,14 +58,23 @@ func readGolden(t *testing.T, version string) []golden {
 	return out
 }
 
-// decoded is a golden record decoded into the core's values.
+// decoded is a golden record decoded into the core's values, or into the
+// store's own type for the records that are not the core's.
 type decoded struct {
-	job  instance.Job
-	meta Meta
-	resv instance.Resv
-	qpu  QPURecords
-	ids  IDs
-	node instance.NodeState
+	job    instance.Job
+	meta   Meta
+	resv   instance.Resv
+	qpu    QPURecords
+	ids    IDs
+	node   instance.NodeState
+	user   User
+	rev    Revocation
+	tasks  []instance.Job // a job array's tasks, and their metadata
+	metas  []Meta
+	lease  Lease
+	fence  Fence
+	config Config
+	reply  Reply
 }
 
 func decode(t *testing.T, g golden) decoded {
@@ -69,13 +84,17 @@ func decode(t *testing.T, g golden) decoded {
 	// The lease's records are not the core's: they decode on their own.
 	switch {
 	case g.key == FenceKey: // in every bucket the active broker writes
-		_, err = DecodeFence(g.bucket, g.data)
+		d.fence, err = DecodeFence(g.bucket, g.data)
 	case g.bucket == MetaBucket && g.key == LeaseKey:
-		_, err = DecodeLease(g.data)
+		d.lease, err = DecodeLease(g.data)
 	case g.bucket == MetaBucket && g.key == ConfigKey:
-		_, err = DecodeConfig(g.data)
+		d.config, err = DecodeConfig(g.data)
 	case g.bucket == MetaBucket && strings.HasPrefix(g.key, ReplyPrefix):
-		_, err = DecodeReply(g.key, g.data)
+		d.reply, err = DecodeReply(g.key, g.data)
+	case g.bucket == UsersBucket:
+		d.user, err = DecodeUser(g.key, g.data)
+	case g.bucket == RevokedBucket:
+		d.rev, err = DecodeRevocation(g.key, g.data)
 	default:
 		return decodeCore(t, g)
 	}
@@ -85,7 +104,8 @@ func decode(t *testing.T, g golden) decoded {
 	return d
 }
 
-// decodeCore decodes a golden record of the core's state.
+// decodeCore decodes a golden record of the core's state. The archive's
+// records are keyed by their subject.
 func decodeCore(t *testing.T, g golden) decoded {
 	t.Helper()
 	var d decoded
@@ -101,6 +121,21 @@ func decodeCore(t *testing.T, g golden) decoded {
 		d.ids, err = DecodeIDs(g.data)
 	case NodesBucket:
 		d.node, err = DecodeNode(g.key, g.data)
+	case ArraysBucket:
+		d.tasks, d.metas, err = DecodeArray(g.key, g.data)
+	case ArchiveStream:
+		switch {
+		case strings.HasPrefix(g.key, ArchiveSubject+".job."):
+			d.job, d.meta, err = DecodeArchivedJob(g.key, g.data)
+		case g.key == ArchiveResvSubject:
+			d.resv, err = DecodeArchivedResv(g.key, g.data)
+		case strings.HasPrefix(g.key, ArchiveSubject+".qpu."):
+			var j qpu.Job
+			j, err = DecodeArchivedQPUJob(g.key, g.data)
+			d.qpu.Jobs = []qpu.Job{j}
+		default:
+			t.Fatalf("golden record on unknown archive subject %s", g.key)
+		}
 	default:
 		t.Fatalf("golden record in unknown bucket %s", g.bucket)
 	}
@@ -110,14 +145,42 @@ func decodeCore(t *testing.T, g golden) decoded {
 	return d
 }
 
+// encode writes d as today's broker writes the record g holds: with the
+// store's encoders where there are some, else as the broker's commit path
+// does (json.Marshal of the store's type).
 func encode(t *testing.T, g golden, d decoded) []byte {
 	t.Helper()
 	var data []byte
 	var err error
 	switch {
-	case g.bucket == JobsBucket:
+	case g.key == FenceKey:
+		data, err = json.Marshal(d.fence)
+	case g.bucket == MetaBucket && g.key == LeaseKey:
+		data, err = json.Marshal(d.lease)
+	case g.bucket == MetaBucket && g.key == ConfigKey:
+		data, err = json.Marshal(d.config)
+	case g.bucket == MetaBucket && strings.HasPrefix(g.key, ReplyPrefix):
+		data, err = json.Marshal(d.reply)
+	case g.bucket == MetaBucket:
+		data, err = json.Marshal(d.ids)
+	case g.bucket == UsersBucket:
+		data, err = EncodeUser(d.user)
+	case g.bucket == RevokedBucket:
+		data, err = json.Marshal(d.rev)
+	case g.bucket == NodesBucket:
+		data, err = EncodeNode(d.node)
+	case g.bucket == ArraysBucket:
+		// The broker's template is the first task, with the array's
+		// idempotency key (see broker/array.go).
+		ids := make([]instance.JobID, len(d.tasks))
+		idx := make([]int, len(d.tasks))
+		for i, j := range d.tasks {
+			ids[i], idx[i] = j.ID, j.Spec.Array.Task
+		}
+		data, err = json.Marshal(FromArray(d.tasks[0], d.metas[0], ids, idx))
+	case g.bucket == JobsBucket || g.bucket == ArchiveStream && d.job.ID != 0:
 		data, err = EncodeJob(d.job, d.meta)
-	case g.bucket == ResvsBucket:
+	case g.bucket == ResvsBucket || g.bucket == ArchiveStream && d.resv.Name != "":
 		data, err = EncodeResv(d.resv)
 	case len(d.qpu.Jobs) == 1:
 		data, err = EncodeQPUJob(d.qpu.Jobs[0])
@@ -125,6 +188,8 @@ func encode(t *testing.T, g golden, d decoded) []byte {
 		data, err = EncodeQPUSession(d.qpu.Sessions[0])
 	case len(d.qpu.Backends) == 1:
 		data, err = EncodeQPUBackend(d.qpu.Backends[0])
+	default:
+		t.Fatalf("no encoder for %s/%s", g.bucket, g.key)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +199,9 @@ func encode(t *testing.T, g golden, d decoded) []byte {
 
 // TestGoldenRecords: every record a broker of each version wrote restores;
 // today's format re-encodes each of them byte for byte as the version 2
-// golden file, and reads back to the same values. A change of format fails
+// golden file, and reads back to the same values. Every version 2 golden
+// file, those without a version 1 ancestor too, re-encodes byte for byte,
+// and every kind of record has one (goldenKinds). A change of format fails
 // here: it needs a new Version, a migration and new golden files.
 func TestGoldenRecords(t *testing.T) {
 	v1 := readGolden(t, "v1")
@@ -172,6 +239,111 @@ func TestGoldenRecords(t *testing.T) {
 			}
 		})
 	}
+	for _, name := range slices.Sorted(maps.Keys(v2)) {
+		g := v2[name]
+		t.Run("v2/"+name, func(t *testing.T) {
+			if got := encode(t, g, decode(t, g)); !bytes.Equal(got, g.data) {
+				t.Errorf("today's encoding differs from testdata/v2/%s.json:\n got %s\nwant %s", name, got, g.data)
+			}
+		})
+	}
+	for _, k := range goldenKinds {
+		n := 0
+		for _, g := range v2 {
+			if g.bucket == k.bucket && k.match(g.key) {
+				n++
+			}
+		}
+		if n == 0 {
+			t.Errorf("no version 2 golden file of %s in testdata/v2/%s", k.what, k.bucket)
+		}
+	}
+	for _, b := range packageBuckets(t) {
+		if !slices.ContainsFunc(goldenKinds, func(k goldenKind) bool { return k.bucket == b }) {
+			t.Errorf("bucket %s has no kind of record in goldenKinds, and so no golden file", b)
+		}
+	}
+}
+
+// goldenKind is one kind of record: its bucket (or the archive stream) and
+// the keys (subjects) it is stored under.
+type goldenKind struct {
+	what   string
+	bucket string
+	match  func(key string) bool
+}
+
+func isKey(k string) func(string) bool { return func(key string) bool { return key == k } }
+func hasPrefix(p string) func(string) bool {
+	return func(key string) bool { return strings.HasPrefix(key, p) }
+}
+func numeric(key string) bool { _, err := strconv.ParseInt(key, 10, 64); return err == nil }
+func anyKey(key string) bool  { return key != FenceKey }
+
+// goldenKinds is every kind of record the package documents (see the
+// package doc). A new kind needs a line here and a golden file.
+var goldenKinds = []goldenKind{
+	{"a job", JobsBucket, numeric},
+	{"a reservation", ResvsBucket, anyKey},
+	{"a QPU job", QPUBucket, hasPrefix("job.")},
+	{"a QPU session", QPUBucket, hasPrefix("session.")},
+	{"a QPU backend", QPUBucket, hasPrefix("backend.")},
+	{"the IDs", MetaBucket, isKey(IDsKey)},
+	{"the lease", MetaBucket, isKey(LeaseKey)},
+	{"the fence", MetaBucket, isKey(FenceKey)},
+	{"the configuration", MetaBucket, isKey(ConfigKey)},
+	{"a reply", MetaBucket, hasPrefix(ReplyPrefix)},
+	{"a node", NodesBucket, anyKey},
+	{"a job array", ArraysBucket, numeric},
+	{"a user", UsersBucket, anyKey},
+	{"a revocation", RevokedBucket, anyKey},
+	{"an archived job", ArchiveStream, hasPrefix(ArchiveSubject + ".job.")},
+	{"an archived reservation", ArchiveStream, isKey(ArchiveResvSubject)},
+	{"an archived QPU job", ArchiveStream, hasPrefix(ArchiveSubject + ".qpu.")},
+}
+
+// packageBuckets lists the values of the package's string constants that
+// name a bucket or stream ("strata_..."), read from its source, so that a
+// bucket added to the package without golden files fails
+// TestGoldenRecords.
+func packageBuckets(t *testing.T) []string {
+	t.Helper()
+	fset := token.NewFileSet()
+	paths, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, p := range paths {
+		if strings.HasSuffix(p, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, p, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, decl := range f.Decls {
+			gd, ok := decl.(*ast.GenDecl)
+			if !ok || gd.Tok != token.CONST {
+				continue
+			}
+			for _, spec := range gd.Specs {
+				for _, v := range spec.(*ast.ValueSpec).Values {
+					lit, ok := v.(*ast.BasicLit)
+					if !ok || lit.Kind != token.STRING {
+						continue
+					}
+					if s, err := strconv.Unquote(lit.Value); err == nil && strings.HasPrefix(s, "strata_") {
+						out = append(out, s)
+					}
+				}
+			}
+		}
+	}
+	if len(out) < 9 {
+		t.Fatalf("found only the buckets %v in the package's source", out)
+	}
+	return out
 }
 
 // TestGoldenContents pins a few values of the version 1 files, so that a
@@ -214,6 +386,50 @@ func TestGoldenContents(t *testing.T) {
 	}
 	if q := byKey["strata_qpu/session.root.j2.qpu0"].qpu; len(q.Sessions) != 1 || q.Sessions[0].Key.Path != "root.j2" {
 		t.Errorf("session restored as %+v", q)
+	}
+}
+
+// TestGoldenContentsV2 pins a few values of the version 2 files that have
+// no version 1 ancestor, for the same reason as TestGoldenContents.
+func TestGoldenContentsV2(t *testing.T) {
+	byKey := map[string]decoded{}
+	for _, g := range readGolden(t, "v2") {
+		byKey[g.bucket+"/"+g.key] = decode(t, g)
+	}
+	if u := byKey["strata_users/alice"].user; u.Unix != "alice01" || u.Key == "" || u.Expires.IsZero() || u.Admin || u.Agent {
+		t.Errorf("user alice restored as %+v", u)
+	}
+	if u := byKey["strata_users/admin"].user; !u.Admin || u.Deleted {
+		t.Errorf("user admin restored as %+v", u)
+	}
+	if u := byKey["strata_users/bob"].user; !u.Deleted {
+		t.Errorf("deleted user bob restored as %+v", u)
+	}
+	if u := byKey["strata_users/agent-n"].user; !u.Agent || u.Nodes != "n[0-3]" || u.Key == "" {
+		t.Errorf("agent agent-n restored as %+v", u)
+	}
+	const bobKey = "UBJ7WQ2LNT5HZKX4MVC3RDYPE6GFA2OSUIKB7ZQLN4WTHMXCV5RJEDYA"
+	if r := byKey["strata_revoked/"+bobKey].rev; r.User != "bob" || r.Key != bobKey || r.At != 1796286900 {
+		t.Errorf("bob's revocation restored as %+v", r)
+	}
+	if d := byKey["strata_arrays/7"]; len(d.tasks) != 3 || d.tasks[2].ID != 9 || d.tasks[2].Spec.Array.Limit != 2 || d.metas[0].Key != "k7" || d.metas[1].Key != "" {
+		t.Errorf("array 7 restored as %+v %+v", d.tasks, d.metas)
+	}
+	if q := byKey["strata_qpu/backend.qpu0"].qpu; len(q.Backends) != 1 || !q.Backends[0].Maint || q.Backends[0].MaintReason != "calibration" || q.Backends[0].MinVRun != 0.021 {
+		t.Errorf("QPU backend qpu0 restored as %+v", q)
+	}
+	if c := byKey["strata_meta/config"].config; c.Policy != "easy" || c.KeepFinishedMax == nil || *c.KeepFinishedMax != 50000 || c.PrivateData == nil || *c.PrivateData != "jobs" {
+		t.Errorf("configuration restored as %+v", c)
+	}
+	// The archive holds what the live bucket held last, in its format.
+	if a, l := byKey["strata_archive/strata.archive.job.0"], byKey["strata_jobs/1"]; !reflect.DeepEqual(a, l) {
+		t.Errorf("archived job 1 restores unlike the live one:\n%+v\n%+v", a, l)
+	}
+	if rv := byKey["strata_archive/strata.archive.resv"].resv; rv.Name != "mnt-nov" || rv.State != resv.Ended || rv.JobsRun != 2 || rv.NodeSecs != 1800 {
+		t.Errorf("archived reservation restored as %+v", rv)
+	}
+	if a, l := byKey["strata_archive/strata.archive.qpu.0"], byKey["strata_qpu/job.1"]; !reflect.DeepEqual(a, l) {
+		t.Errorf("archived QPU job 1 restores unlike the live one:\n%+v\n%+v", a, l)
 	}
 }
 

@@ -27,18 +27,22 @@ var restartRounds = flag.Int("restart.rounds", 3, "rounds of TestRestartProperty
 // TestRestartProperty drives a real broker process, with a real simulated
 // QPU executor process, through random sequences of the operations the
 // CLI offers (jobs held, queued for later, running, with dependencies and
-// QPU slots, batch children with jobs inside, idempotent retries, cancels
-// and updates; reservations of every kind and maintenance; QPU jobs in
-// sessions, QPU maintenance; users). Each round then creates a DAT and a
+// QPU slots, job arrays, batch children and alloc children with jobs
+// inside, idempotent retries, cancels and updates; reservations of every
+// kind and maintenance, DATs that start during the round; node drains and
+// undrains; QPU jobs in sessions, QPU maintenance; users added and their
+// credentials revoked). Each round then creates a DAT and a
 // maintenance window that start a few seconds ahead, both --overlap kill,
 // on the nodes of a running root job, queues jobs into the DAT, and stops
 // the broker before, at or after their start, with SIGTERM or SIGKILL. It
 // starts the broker again on the same state and checks:
 //
 //   - the state after equals the state before (the CLI's 'jobs -a -u *',
-//     'resv list', 'qpu jobs -a -u *' and 'resource list', as JSON, and
-//     every job's whole record), modulo what the restart window
+//     'resv list', 'qpu jobs -a -u *', 'resource list' and 'user list', as
+//     JSON, and every job's whole record), modulo what the restart window
 //     legitimately changes (see restartWindow);
+//   - the credentials of the users a round added work, unless they were
+//     revoked before the stop;
 //   - the DAT starts: the jobs queued into it run in its instance, and the
 //     root job in its way was killed by it;
 //   - every QPU job queued or running before the stop ends, those of live
@@ -112,6 +116,9 @@ func TestRestartProperty(t *testing.T) {
 		if err := w.retryKeys(); err != nil {
 			fail("%v", err)
 		}
+		if err := w.checkUsers(); err != nil {
+			fail("%v", err)
+		}
 		// The scheduler goes on: a new job gets a new ID and runs.
 		c := dialAs(t, p.uri, dir, "admin")
 		w.clear(c, dat)
@@ -127,8 +134,8 @@ func TestRestartProperty(t *testing.T) {
 			fail("a job after the restart: %s, %v", done.State, err)
 		}
 		c.Close()
-		t.Logf("round %d: %d operations, %s %v from the DAT's start, %d jobs, %d reservations, %d QPU jobs restored",
-			round, w.ops, sig, offset, len(before.jobs), len(before.resvs), len(before.qpu))
+		t.Logf("round %d: %d operations, %s %v from the DAT's start, %d jobs (%s), %d reservations (%d active), %d QPU jobs, %d nodes drained, %d users restored",
+			round, w.ops, sig, offset, len(before.jobs), before.kinds(), len(before.resvs), before.activeResvs(), len(before.qpu), before.drained(), len(before.users))
 	}
 }
 
@@ -194,6 +201,7 @@ func (w *workload) startDAT() *datScenario {
 	id := w.b.id(w.b.must("alice", "submit", "-N", "1", "-t", "10m", "--name", "victim", "--", "sleep", "300"))
 	poll(w.t, 30*time.Second, "the victim job to run", func() bool { return w.b.job("alice", id).State == api.JobRunning })
 	d.victim = api.JobID(mustAtoi(w.t, id))
+	w.keep = w.b.job("alice", id).Nodes
 	return d
 }
 
@@ -207,11 +215,12 @@ func (d *datScenario) create(w *workload) {
 	if err != nil || len(names) != 1 {
 		t.Fatalf("the victim runs on %q: %v", v.Nodes, err)
 	}
-	var others []string
-	for i := range 8 {
-		if n := fmt.Sprintf("n%d", i); n != names[0] {
-			others = append(others, n)
-		}
+	// Not a drained node, nor one of a DAT that started in the round.
+	admin := dialAs(t, w.uri, w.dir, "admin")
+	_, others := w.nodesOut(admin)
+	admin.Close()
+	if len(others) < 2 {
+		t.Fatalf("only the nodes %v in service for the DAT and the maintenance window", others)
 	}
 	w.rng.Shuffle(len(others), func(i, j int) { others[i], others[j] = others[j], others[i] })
 	d.nodes, d.maintNode = hostlist.Format([]string{names[0], others[0]}), others[1]
@@ -318,6 +327,11 @@ type workload struct {
 	resvs      []string
 	running    []api.JobID // running jobs holding QPU slots
 	keyed      []keyed     // idempotent submissions, to retry after the restart
+	keep       string      // the victim's node, which the round's DAT needs: not drained
+	allocs     []func()    // stop the round's alloc processes
+	users      []restartUser
+	midDATs    []string // DATs that start during the round
+	midNodes   []string // and their nodes
 }
 
 // keyed is an idempotent submission and the job it made.
@@ -344,6 +358,7 @@ func (w *workload) run(n int) {
 	w.jobs = append(w.jobs, session.ID)
 	poll(t, 30*time.Second, "the QPU session's job to run", func() bool { return w.b.job("alice", session.ID.String()).State == api.JobRunning })
 	w.running = append(w.running, session.ID)
+	w.newOps(admin, alice)
 	for range n {
 		w.ops++
 		c := alice
@@ -353,7 +368,7 @@ func (w *workload) run(n int) {
 		sub := api.SubmitRequest{Nodes: 1 + w.rng.IntN(2), Walltime: 600, Command: []string{"sleep", "300"}, Cwd: w.work,
 			Name: fmt.Sprintf("r%dop%d", w.round, w.ops)}
 		var err error
-		switch op := w.rng.IntN(13); op {
+		switch op := w.rng.IntN(18); op {
 		case 0: // held
 			sub.Hold = true
 			err = w.submit(c, sub)
@@ -433,6 +448,16 @@ func (w *workload) run(n int) {
 			err = admin.Call(ctx, api.OpQPUMaint, api.QPUMaintRequest{Backend: "qpu0", On: w.rng.IntN(4) == 0, Reason: "calibration"}, nil)
 		case 12: // a batch child instance with jobs inside
 			w.batch()
+		case 13: // a job array
+			err = w.array(c, sub)
+		case 14: // an alloc child with jobs inside
+			w.alloc()
+		case 15: // drain a node, or undrain one
+			err = w.drain(admin)
+		case 16: // add a user, or revoke one's credentials
+			err = w.user(admin)
+		case 17: // a DAT that starts during the round
+			err = w.midDAT(admin, alice)
 		}
 		if err != nil {
 			t.Fatalf("round %d, operation %d: %v", w.round, w.ops, err)
@@ -632,6 +657,11 @@ func (w *workload) clear(c *client.Client, d *datScenario) {
 			t.Fatalf("delete reservation %s: %v", name, err)
 		}
 	}
+	for _, name := range w.midDATs {
+		if err := ignore(c.Call(ctx, api.OpResvDelete, api.ResvRequest{Name: name}, nil), api.ErrConflict); err != nil {
+			t.Fatalf("delete reservation %s: %v", name, err)
+		}
+	}
 	var live []api.Job
 	w.b.mustJSON(&live, "admin", "jobs", "-u", "*", "--json")
 	for _, j := range live {
@@ -644,16 +674,21 @@ func (w *workload) clear(c *client.Client, d *datScenario) {
 		w.b.mustJSON(&left, "admin", "jobs", "-u", "*", "--json")
 		return len(left) == 0
 	})
+	w.stopAllocs()
 }
 
 // state is what a broker serves, as the restart must keep it: the CLI's
 // lists, as JSON, and every job's whole record.
 type state struct {
-	list  []api.Job // strata jobs -a -u '*' --json
-	jobs  []api.Job // every job's record, with its story (job show --json)
+	list []api.Job // strata jobs -a -u '*' -r --json
+	// jobs is every job's record, with its story (job show --json), by
+	// ID: those of the list, and those inside child instances (batch
+	// and alloc jobs), which only their instance lists.
+	jobs  []api.Job
 	resvs []api.Resv
 	qpu   []api.QPUJob
 	res   api.ResourcesReply
+	users []api.User // strata user list --json
 	// The jobs and reservations listed again after res: the lists above
 	// are taken before it, and a job or a DAT may start in between (the
 	// scheduler goes on), so a node's holder is explained by either.
@@ -664,19 +699,32 @@ type state struct {
 func snapshot(t *testing.T, b *cliBroker) state {
 	t.Helper()
 	var s state
-	b.mustJSON(&s.list, "admin", "jobs", "-a", "-u", "*", "--json")
+	b.mustJSON(&s.list, "admin", "jobs", "-a", "-u", "*", "-r", "--json")
 	b.mustJSON(&s.resvs, "admin", "resv", "list", "--json")
 	b.mustJSON(&s.qpu, "admin", "qpu", "jobs", "-a", "-u", "*", "--json")
 	b.mustJSON(&s.res, "admin", "resource", "list", "--json")
-	b.mustJSON(&s.laterJobs, "admin", "jobs", "-a", "-u", "*", "--json")
+	b.mustJSON(&s.users, "admin", "user", "list", "--json")
+	b.mustJSON(&s.laterJobs, "admin", "jobs", "-a", "-u", "*", "-r", "--json")
 	b.mustJSON(&s.laterResvs, "admin", "resv", "list", "--json")
 	c := dialAs(t, b.uri, b.dir, "admin")
 	defer c.Close()
+	// IDs are handed out in order, over the whole tree: every ID up to
+	// the last listed, and on until 20 in a row are unknown.
+	var last api.JobID
 	for _, j := range s.list {
+		last = max(last, j.ID)
+	}
+	for id, misses := api.JobID(1), 0; id <= last || misses < 20; id++ {
 		var full api.Job
-		if err := c.Call(context.Background(), api.OpJob, api.JobRequest{ID: j.ID}, &full); err != nil {
+		err := c.Call(context.Background(), api.OpJob, api.JobRequest{ID: id}, &full)
+		if errors.Is(err, api.ErrNotFound) {
+			misses++
+			continue
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
+		misses = 0
 		s.jobs = append(s.jobs, full)
 	}
 	return s
@@ -748,6 +796,9 @@ func (w restartWindow) diff(before, after state) string {
 	d.WriteString(text)
 	d.WriteString(w.diffQPU(before.qpu, after.qpu))
 	d.WriteString(w.diffResources(before, after, moved))
+	if jsonOf(before.users) != jsonOf(after.users) {
+		fmt.Fprintf(&d, "~ users differ:\n  before: %s\n  after:  %s\n", jsonOf(before.users), jsonOf(after.users))
+	}
 	return d.String()
 }
 
@@ -912,6 +963,17 @@ func (w restartWindow) diffResources(before, after state, moved bool) string {
 		return ""
 	}
 	var d strings.Builder
+	// Why a node is out of service (drained, by whom, since when) is
+	// state: nothing in the window changes it.
+	out := map[string]*api.NodeOut{}
+	for _, n := range before.res.Nodes {
+		out[n.Name] = n.Out
+	}
+	for _, n := range after.res.Nodes {
+		if b, ok := out[n.Name]; ok && jsonOf(b) != jsonOf(n.Out) {
+			fmt.Fprintf(&d, "~ node %s out of service before as %s, after as %s\n", n.Name, jsonOf(b), jsonOf(n.Out))
+		}
+	}
 	names := func(r api.ResourcesReply) []string {
 		var out []string
 		for _, n := range r.Nodes {
@@ -1004,6 +1066,9 @@ func TestRestartWindow(t *testing.T) {
 		{"a QPU job went back", state{qpu: []api.QPUJob{qdone}}, state{qpu: []api.QPUJob{qback}}, "went from completed to queued"},
 		{"resources changed though nothing moved", state{res: api.ResourcesReply{Nodes: []api.NodeStatus{{Name: "n0", State: api.NodeFree}}}},
 			state{res: api.ResourcesReply{Nodes: []api.NodeStatus{{Name: "n0", State: api.NodeAllocated, Job: 1}}}}, "resources differ"},
+		{"a drain lost", state{jobs: []api.Job{pending}, res: api.ResourcesReply{Nodes: []api.NodeStatus{{Name: "n0", State: api.NodeDrained, Out: &api.NodeOut{Drained: true, DrainReason: "x"}}}}},
+			state{jobs: []api.Job{started}, res: api.ResourcesReply{Nodes: []api.NodeStatus{{Name: "n0", State: api.NodeFree}}}}, "out of service before"},
+		{"a user's credentials changed", state{users: []api.User{{Name: "bob", Key: "UA"}}}, state{users: []api.User{{Name: "bob"}}}, "users differ"},
 		{"a node allocated to no running job", state{jobs: []api.Job{pending}, res: api.ResourcesReply{Nodes: []api.NodeStatus{{Name: "n0", State: api.NodeFree}}}},
 			state{jobs: []api.Job{started}, res: api.ResourcesReply{Nodes: []api.NodeStatus{{Name: "n0", State: api.NodeAllocated, Job: 1}}}}, "do not explain"},
 	} {
