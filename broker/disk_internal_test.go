@@ -1,0 +1,70 @@
+package broker
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseSize(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+		err  string // part of the error; "" for none
+	}{
+		{"0", 0, ""},
+		{"4096", 4096, ""},
+		{"64MiB", 64 << 20, ""},
+		{"64mib", 64 << 20, ""},
+		{" 64 MiB ", 64 << 20, ""},
+		{"64M", 64 << 20, ""},
+		{"512KiB", 512 << 10, ""},
+		{"512k", 512 << 10, ""},
+		{"1.5GiB", 3 << 29, ""},
+		{"2TiB", 2 << 40, ""},
+		{"1GB", 1e9, ""},
+		{"100MB", 100e6, ""},
+		{"1kB", 1000, ""},
+		{"10B", 10, ""},
+		{"", 0, "empty"},
+		{"MiB", 0, "not a number"},
+		{"-1", 0, "not a number"},
+		{"-64MiB", 0, "not a number"},
+		{"1.2.3MiB", 0, "not a number"},
+		{"64 parsecs", 0, `unknown unit "parsecs"`},
+		{"64MiBs", 0, "unknown unit"},
+		{"1.5", 0, "fraction of a byte"},
+		{"1.5B", 0, "fraction of a byte"},
+		{"9999999TiB", 0, "too large"},
+	}
+	for _, tc := range tests {
+		got, err := ParseSize(tc.in)
+		switch {
+		case tc.err == "" && (err != nil || got != tc.want):
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("ParseSize(%q) = %d, %v; want an error saying %q", tc.in, got, err, tc.err)
+		case tc.err != "" && !strings.Contains(err.Error(), "64MiB"):
+			t.Errorf("ParseSize(%q): the error %q does not give an example", tc.in, err)
+		}
+	}
+}
+
+func TestFormatBytes(t *testing.T) {
+	tests := []struct {
+		in   uint64
+		want string
+	}{
+		{0, "0 B"},
+		{1023, "1023 B"},
+		{1024, "1 KiB"},
+		{1536, "1.5 KiB"},
+		{64 << 20, "64 MiB"},
+		{8<<20 - 1, "7.9 MiB"}, // rounded down: under a reserve of 8 MiB
+		{3 << 29, "1.5 GiB"},
+	}
+	for _, tc := range tests {
+		if got := formatBytes(tc.in); got != tc.want {
+			t.Errorf("formatBytes(%d) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
