@@ -123,10 +123,11 @@ type diskReserve struct {
 	min uint64 // bytes
 	log *slog.Logger
 
-	mu   sync.Mutex
-	at   time.Time // when free was measured; zero: never
-	free uint64
-	low  bool // free was under min at the last measure
+	mu     sync.Mutex
+	at     time.Time // when free was measured; zero: never
+	free   uint64
+	low    bool // free was under min at the last measure
+	failed bool // the last statfs failed (logged once)
 }
 
 func newDiskReserve(dir string, min uint64, log *slog.Logger) *diskReserve {
@@ -145,12 +146,13 @@ func (d *diskReserve) measure() {
 	if err != nil {
 		// Nothing to go by: take changes, as without a reserve; a
 		// full disk still shows in the store's refusals.
-		if !d.low {
-			d.log.Warn("cannot measure the free space of the store's disk", "dir", d.dir, "err", err)
+		if !d.failed {
+			d.log.Warn("cannot measure the free space of the store's disk: taking changes without the reserve's check", "dir", d.dir, "err", err)
 		}
-		d.free, d.low = 0, false
+		d.free, d.low, d.failed = 0, false, true
 		return
 	}
+	d.failed = false
 	d.free = st.Bavail * uint64(st.Bsize)
 	low := d.free < d.min
 	switch {

@@ -1,8 +1,13 @@
 package broker
 
 import (
+	"io"
+	"log/slog"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/strata-hpc/strata/api"
 )
 
 func TestParseSize(t *testing.T) {
@@ -66,5 +71,30 @@ func TestFormatBytes(t *testing.T) {
 		if got := formatBytes(tc.in); got != tc.want {
 			t.Errorf("formatBytes(%d) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// TestDiskReserveRefuses: a reserve larger than the disk refuses, with
+// an error that names the directory and the reserve; one the disk holds,
+// no reserve (nil), and a directory statfs cannot read take changes.
+func TestDiskReserveRefuses(t *testing.T) {
+	dir := t.TempDir()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	err := newDiskReserve(dir, 1<<60, log).refuse()
+	if err == nil || api.CodeOf(err) != api.CodeUnavailable ||
+		!strings.Contains(err.Error(), "the disk holding the broker's store "+dir+" has ") ||
+		!strings.Contains(err.Error(), "under the broker's reserve of 1024 PiB (--min-free): nothing was changed; free space") {
+		t.Errorf("a reserve larger than the disk: %v", err)
+	}
+	if err := newDiskReserve(dir, 1, log).refuse(); err != nil {
+		t.Errorf("a reserve of 1 byte: %v", err)
+	}
+	var none *diskReserve
+	if err := none.refuse(); err != nil {
+		t.Errorf("no reserve: %v", err)
+	}
+	none.written() // no reserve: nothing to measure
+	if err := newDiskReserve(filepath.Join(dir, "missing"), 1<<60, log).refuse(); err != nil {
+		t.Errorf("a directory that cannot be measured: %v", err)
 	}
 }
