@@ -44,6 +44,9 @@ type Broker struct {
 	js       jetstream.JetStream
 	kv       jetstream.KeyValue // users
 	rkv      jetstream.KeyValue // revoked credentials (RevokedBucket)
+	// reserve refuses changes while the embedded server's disk is under
+	// Options.MinFree; nil with an external NATS or no reserve.
+	reserve *diskReserve
 
 	// rt is the runtime once RunInstances has started one: user changes
 	// then go through it (fenced, with their replies recorded).
@@ -119,12 +122,17 @@ func New(opts Options) (*Broker, error) {
 	for _, a := range o.Admins {
 		admins[a] = true
 	}
+	var reserve *diskReserve
+	if o.NatsURL == "" && o.MinFree > 0 {
+		reserve = newDiskReserve(filepath.Join(o.StateDir, "nats"), uint64(o.MinFree), o.Logger)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Broker{
 		lock:       lock,
 		opts:       o,
 		log:        o.Logger,
 		id:         id,
+		reserve:    reserve,
 		ctx:        ctx,
 		cancel:     cancel,
 		sem:        make(chan struct{}, o.MaxInflight),

@@ -369,6 +369,10 @@ func (c *committer) acknowledge() {
 		}
 		if len(g.fs) > 0 {
 			c.lat.add(time.Since(g.at))
+			// The group took disk space: the next change finds
+			// the reserve measured after it, not up to
+			// diskCheckEvery before.
+			c.r.b.reserve.written()
 		}
 	}
 	c.fail(errShutdown)

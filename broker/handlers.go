@@ -169,7 +169,8 @@ func (r *Runtime) cancel(ctx context.Context, q Request) (any, error) {
 	if err := q.Decode(&cr); err != nil {
 		return nil, err
 	}
-	return r.do(ctx, func(now instance.Time) (any, error) {
+	// A cancel ends work: taken under the disk's reserve too.
+	return r.doInternal(ctx, func(now instance.Time) (any, error) {
 		id := instance.JobID(cr.ID)
 		head, ok := r.in.Job(id)
 		switch {

@@ -24,7 +24,7 @@ const NodesBucket = store.NodesBucket
 // down keeps its first reason. An unknown node, an empty list or an
 // empty reason is an error (with an api code) that changes nothing.
 func (r *Runtime) NodesDown(nodes []string, reason string) error {
-	_, err := r.do(r.b.ctx, func(now instance.Time) (any, error) {
+	_, err := r.doInternal(r.b.ctx, func(now instance.Time) (any, error) {
 		lost := r.jobsOnNodesGoingDown(nodes)
 		if _, err := r.in.Step(now, instance.NodesDown{Nodes: nodes, Reason: reason}); err != nil {
 			return nil, coreError(err)
@@ -39,7 +39,7 @@ func (r *Runtime) NodesDown(nodes []string, reason string) error {
 // again unless drained. A node that is not down is left as it is; an
 // unknown node or an empty list is an error that changes nothing.
 func (r *Runtime) NodesUp(nodes []string) error {
-	_, err := r.do(r.b.ctx, func(now instance.Time) (any, error) {
+	_, err := r.doInternal(r.b.ctx, func(now instance.Time) (any, error) {
 		_, err := r.in.Step(now, instance.NodesUp{Nodes: nodes})
 		return nil, coreError(err)
 	})

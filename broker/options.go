@@ -107,6 +107,20 @@ type Options struct {
 	// Ignored with NatsURL: the cluster's own configuration decides.
 	Sync Sync
 
+	// MinFree is the free space, in bytes, that the broker keeps in
+	// reserve on the disk of the embedded server's store (StateDir/nats):
+	// with less, it refuses every change a user asks for (submit, update,
+	// reservations, users...) at once, with an error that names the
+	// disk, and still records what work already under way needs (exits,
+	// starts, nodes going down), into the reserve; once there is room
+	// again it takes changes again by itself. Without a reserve, a full
+	// disk can lose acknowledged changes: NATS's file store acknowledges
+	// a write before its background flush writes it (see diskReserve).
+	// Zero means DefaultMinFree; NoMinFree (negative) keeps no reserve.
+	// ParseSize reads the flag. Ignored with NatsURL: the cluster's
+	// servers keep their own disks.
+	MinFree int64
+
 	// LeaseDuration is how long the active broker's lease holds without
 	// a renewal: a standby takes over that long after it last saw the
 	// lease renewed. LeaseRenew is how often the holder renews it. The
@@ -148,6 +162,43 @@ func ParseSync(s string) (Sync, error) {
 		return Sync{}, fmt.Errorf("sync %q: an interval under a second; %s", s, how)
 	}
 	return Sync{Interval: d}, nil
+}
+
+// ParseSize reads a size as "strata broker start --min-free" takes it: a
+// whole number of bytes, or a number with a unit, binary (KiB, MiB, GiB,
+// TiB) or decimal (kB, MB, GB, TB); "64MiB", "1.5GiB", "0". Units are not
+// case-sensitive, and K, M, G, T alone are binary.
+func ParseSize(s string) (int64, error) {
+	const how = "give bytes, or a number with a unit such as 64MiB, 512KiB or 1GB"
+	v := strings.TrimSpace(s)
+	if v == "" {
+		return 0, fmt.Errorf("size: empty; %s", how)
+	}
+	i := 0
+	for i < len(v) && (v[i] >= '0' && v[i] <= '9' || v[i] == '.') {
+		i++
+	}
+	num, unit := v[:i], strings.ToLower(strings.TrimSpace(v[i:]))
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil {
+		return 0, fmt.Errorf("size %q: not a number of bytes; %s", s, how)
+	}
+	mult, ok := map[string]float64{
+		"": 1, "b": 1,
+		"k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tib": 1 << 40,
+		"kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
+	}[unit]
+	if !ok {
+		return 0, fmt.Errorf("size %q: unknown unit %q; %s", s, strings.TrimSpace(v[i:]), how)
+	}
+	if mult == 1 && strings.Contains(num, ".") {
+		return 0, fmt.Errorf("size %q: a fraction of a byte; %s", s, how)
+	}
+	n := f * mult
+	if n >= 1<<62 {
+		return 0, fmt.Errorf("size %q: too large; %s", s, how)
+	}
+	return int64(n), nil
 }
 
 // ParsePrivateData reads a comma-separated list in the style of Slurm's
@@ -275,6 +326,9 @@ func (o Options) normalize() (Options, error) {
 	}
 	if o.MaxRequestsPerUser <= 0 {
 		o.MaxRequestsPerUser = DefaultMaxRequestsPerUser
+	}
+	if o.MinFree == 0 {
+		o.MinFree = DefaultMinFree
 	}
 	if err := o.Limits.Validate(); err != nil {
 		return o, fmt.Errorf("broker: %w", err)

@@ -316,7 +316,8 @@ func (r *Runtime) qpuCancel(ctx context.Context, q Request) (any, error) {
 	if err := q.Decode(&jr); err != nil {
 		return nil, err
 	}
-	return r.do(ctx, func(now instance.Time) (any, error) {
+	// A cancel ends work: taken under the disk's reserve too.
+	return r.doInternal(ctx, func(now instance.Time) (any, error) {
 		if _, err := r.in.Step(now, instance.QPUCancel{Who: actor(q), Job: qpu.JobID(jr.ID)}); err != nil {
 			return nil, qpuError(err)
 		}
@@ -653,7 +654,7 @@ func (r *Runtime) execRegister(name string, m micro.Request) {
 		respondExec(m, nil, err)
 		return
 	}
-	_, err := r.do(r.b.ctx, func(now instance.Time) (any, error) {
+	_, err := r.doInternal(r.b.ctx, func(now instance.Time) (any, error) {
 		_, err := r.in.Step(now, instance.QPURegister{Executor: name, Backend: h.Backend})
 		return nil, qpuError(err)
 	})
@@ -678,7 +679,7 @@ func (r *Runtime) execPull(name string, m micro.Request) {
 	}
 	go func() {
 		var task api.ExecTask
-		_, err := r.do(r.b.ctx, func(now instance.Time) (any, error) {
+		_, err := r.doInternal(r.b.ctx, func(now instance.Time) (any, error) {
 			o, err := r.in.Step(now, instance.QPUPull{Executor: name, Backend: pr.Backend})
 			t, ok := o.Task, o.Pulled
 			if err != nil || ok {
@@ -718,7 +719,7 @@ func (r *Runtime) execHeartbeat(name string, m micro.Request) {
 		return
 	}
 	var abort bool
-	_, err := r.do(r.b.ctx, func(now instance.Time) (any, error) {
+	_, err := r.doInternal(r.b.ctx, func(now instance.Time) (any, error) {
 		var err error
 		var o instance.Output
 		o, err = r.in.Step(now, instance.QPUHeartbeat{Executor: name, Backend: hb.Backend, Job: qpu.JobID(hb.Job)})
@@ -735,7 +736,7 @@ func (r *Runtime) execResult(name string, m micro.Request) {
 		return
 	}
 	go func() {
-		_, err := r.do(r.b.ctx, func(now instance.Time) (any, error) {
+		_, err := r.doInternal(r.b.ctx, func(now instance.Time) (any, error) {
 			_, err := r.in.Step(now, instance.QPUReport{Executor: name, Job: qpu.JobID(rep.Job),
 				Outcome: qpu.Outcome{ExecMS: rep.ExecMS, Counts: rep.Counts, Log: rep.Log, Err: rep.Error}})
 			return nil, qpuError(err)

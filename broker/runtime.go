@@ -1304,8 +1304,26 @@ func (r *Runtime) unserve(path string) {
 
 // do runs one input against the core under the lock, carries out what it
 // decided, and waits (without the lock) until the changes are durable and
-// the jobs it started have started.
+// the jobs it started have started. It is for the changes users ask for:
+// while the store's disk is under its free-space reserve (diskReserve),
+// it refuses them before changing anything.
 func (r *Runtime) do(ctx context.Context, f func(now instance.Time) (any, error)) (any, error) {
+	return r.doInput(ctx, true, f)
+}
+
+// doInternal is do for an input the broker must record whatever the
+// disk's free space: what work already under way reports (a node gone
+// down or back, a QPU executor's registration, hand-out, heartbeat and
+// result) and a cancel, which ends work. Refusing these would leave
+// memory and the running work at odds, or keep running work that the
+// user wants gone; their records go into the disk's reserve.
+func (r *Runtime) doInternal(ctx context.Context, f func(now instance.Time) (any, error)) (any, error) {
+	return r.doInput(ctx, false, f)
+}
+
+// doInput is do, refusing the input below the disk's reserve when
+// guarded.
+func (r *Runtime) doInput(ctx context.Context, guarded bool, f func(now instance.Time) (any, error)) (any, error) {
 	r.lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -1314,6 +1332,12 @@ func (r *Runtime) do(ctx context.Context, f func(now instance.Time) (any, error)
 	if err := r.storeErr.Load(); err != nil {
 		r.mu.Unlock()
 		return nil, api.Errorf(api.CodeUnavailable, "the broker cannot save changes: its store refuses writes (%v); nothing was changed, and the broker retries by itself: try again shortly", *err)
+	}
+	if guarded {
+		if err := r.b.reserve.refuse(); err != nil {
+			r.mu.Unlock()
+			return nil, err
+		}
 	}
 	if !r.lease.active() {
 		r.mu.Unlock()

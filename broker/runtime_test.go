@@ -19,9 +19,9 @@ import (
 
 // runtime starts a broker with the runtime on dir: 4 nodes, easy, a short
 // kill grace.
-func runtime(t *testing.T, dir string) (*broker.Broker, *broker.Runtime) {
+func runtime(t *testing.T, dir string, mut ...func(*broker.Options)) (*broker.Broker, *broker.Runtime) {
 	t.Helper()
-	b := startBroker(t, dir)
+	b := startBroker(t, dir, mut...)
 	nodes, _ := hostlist.Parse("n[0-3]")
 	rt, err := b.RunInstances(broker.Resources{RunAsSelf: true, AllowRootJobs: true, Nodes: nodes, QPUs: []timeline.Pool{{Name: "qpu0", Size: 2}},
 		Policy: instance.EASY, KillGrace: 500 * time.Millisecond})

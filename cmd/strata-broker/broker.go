@@ -49,6 +49,7 @@ func brokerCommand() *cli.Command {
 				&cli.StringFlag{Name: "start-timeout", Usage: "how long start-up may wait for NATS and the state's buckets (default 10s embedded, 60s on --nats-url: moving buckets to more replicas takes a while)"},
 				&cli.IntFlag{Name: "replicas", Value: 1, Usage: "JetStream replicas of the broker's state (external clusters)"},
 				&cli.StringFlag{Name: "sync", Value: "2m", Usage: "when the embedded server syncs its writes to the disk: an interval, or always (every write before it is acknowledged: nothing acknowledged is lost even by an OS crash or a power loss, at a cost in throughput); a crash of the broker's process loses nothing acknowledged either way"},
+				&cli.StringFlag{Name: "min-free", Value: "64MiB", Usage: "free space kept in reserve on the disk of the embedded server's store (STATE_DIR/nats), e.g. 64MiB or 1GiB: with less, changes users ask for are refused at once with an error naming the disk, while running work is still recorded, into the reserve; they are taken again by themselves once there is room (0: no reserve, and a disk that fills can lose acknowledged changes)"},
 				&cli.StringFlag{Name: "nodes", Value: "node[0-15]", Usage: "the nodes, as a hostlist"},
 				&cli.StringSliceFlag{Name: "qpu", Value: cli.NewStringSlice("qpu0:8"), Usage: "a QPU backend and its slots, NAME:SLOTS[:DEVICES] (repeatable; DEVICES: jobs it runs at once, default 1)"},
 				&cli.StringFlag{Name: "qpu-heartbeat", Value: "1s", Usage: "how often QPU executors send heartbeats; one silent for three (rounded up to whole seconds, plus one) is gone and its job requeued"},
@@ -132,6 +133,13 @@ func runBroker(c *cli.Context) error {
 	if c.IsSet("sync") && c.String("nats-url") != "" {
 		return cliapp.UsageErr(fmt.Errorf("--sync applies to the embedded server; with --nats-url the cluster's own configuration (jetstream sync_interval) decides"))
 	}
+	minFree, err := parseMinFree(c.String("min-free"))
+	if err != nil {
+		return cliapp.UsageErr(fmt.Errorf("--min-free: %w", err))
+	}
+	if c.IsSet("min-free") && c.String("nats-url") != "" {
+		return cliapp.UsageErr(fmt.Errorf("--min-free applies to the embedded server's disk; with --nats-url the cluster's servers keep their own disks (watch them, and bound their max_file_store)"))
+	}
 	var agents *broker.AgentConfig
 	if c.Bool("no-local-agent") {
 		if durs["agent-heartbeat"] <= 0 || durs["node-timeout"] < 2*durs["agent-heartbeat"] {
@@ -161,7 +169,7 @@ func runBroker(c *cli.Context) error {
 		Admins: c.StringSlice("admin"), Version: cliapp.Version(), Logger: log,
 		Limits:           api.Limits{MaxWalltime: durs["max-walltime"], MaxEnvBytes: c.Int("max-env")},
 		MaxActivePerUser: c.Int("max-active-per-user"), MaxRequestsPerUser: c.Int("max-requests-per-user"),
-		PublicJobs: publicJobs, Sync: sync, StartTimeout: durs["start-timeout"],
+		PublicJobs: publicJobs, Sync: sync, MinFree: minFree, StartTimeout: durs["start-timeout"],
 		LeaseDuration: durs["lease"], LeaseRenew: durs["lease-renew"], Standby: c.Bool("standby"),
 	})
 	if err != nil {
@@ -254,6 +262,19 @@ func runBroker(c *cli.Context) error {
 	rt.Close()
 	b.Shutdown()
 	return nil
+}
+
+// parseMinFree reads --min-free: a size (broker.ParseSize), where 0 keeps
+// no reserve (broker.NoMinFree; broker.Options takes 0 for its default).
+func parseMinFree(s string) (int64, error) {
+	n, err := broker.ParseSize(s)
+	if err != nil {
+		return 0, err
+	}
+	if n == 0 {
+		return broker.NoMinFree, nil
+	}
+	return n, nil
 }
 
 // parseQPU reads NAME:SLOTS[:DEVICES].

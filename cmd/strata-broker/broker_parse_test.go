@@ -4,7 +4,34 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/strata-hpc/strata/broker"
 )
+
+func TestParseMinFree(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+		err  bool
+	}{
+		{"64MiB", 64 << 20, false},
+		{"1GiB", 1 << 30, false},
+		{"500MB", 500e6, false},
+		{"4096", 4096, false},
+		{"0", broker.NoMinFree, false}, // no reserve, not the default
+		{"0MiB", broker.NoMinFree, false},
+		{"", 0, true},
+		{"-1", 0, true},
+		{"lots", 0, true},
+		{"64 MiBs", 0, true},
+	}
+	for _, tc := range tests {
+		got, err := parseMinFree(tc.in)
+		if (err != nil) != tc.err || got != tc.want {
+			t.Errorf("parseMinFree(%q) = %d, %v; want %d (error: %v)", tc.in, got, err, tc.want, tc.err)
+		}
+	}
+}
 
 func TestParseQPU(t *testing.T) {
 	tests := []struct {

@@ -254,6 +254,48 @@ func TestBrokerSyncFlag(t *testing.T) {
 	}
 }
 
+// TestBrokerMinFreeFlag: 'broker start --min-free' takes a size, refuses
+// anything else, and itself with --nats-url, before starting; a reserve
+// larger than the disk makes the broker refuse submissions with the
+// error that names the disk, and take reads.
+func TestBrokerMinFreeFlag(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the strata binary")
+	}
+	bin := strataBinary(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--min-free", "lots"}, `--min-free: size "lots": not a number of bytes`},
+		{[]string{"--min-free", "64 parsecs"}, `unknown unit "parsecs"`},
+		{[]string{"--min-free", "1MiB", "--nats-url", "nats://127.0.0.1:1"}, "--min-free applies to the embedded server's disk"},
+	} {
+		cmd := exec.Command(bin, append([]string{"broker", "start", "--state-dir", t.TempDir(), "--listen", "127.0.0.1:0"}, tc.args...)...)
+		out, err := cmd.CombinedOutput()
+		if exitOf(err) != 2 || !strings.Contains(string(out), tc.want) {
+			t.Errorf("broker start %q: exit %d, %q; want exit 2 saying %q", tc.args, exitOf(err), out, tc.want)
+		}
+	}
+	dir := t.TempDir()
+	p := startBrokerProc(t, dir, freePort(t), "--nodes", "n[0-1]", "--min-free", "1000TiB")
+	c, err := client.Dial(p.uri, client.WithCreds(filepath.Join(p.dir, "admin.creds")), client.WithTimeout(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var j api.Job
+	err = c.Call(context.Background(), api.OpSubmit, api.SubmitRequest{Nodes: 1, Walltime: 10, Hold: true, Command: []string{"true"}, Cwd: "/"}, &j)
+	want := "the disk holding the broker's store " + filepath.Join(p.dir, "nats") + " has "
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "under the broker's reserve of 1000 TiB (--min-free): nothing was changed") {
+		t.Fatalf("a submission to a broker whose --min-free exceeds its disk: %v; want it refused, saying %q", err, want)
+	}
+	var jl api.JobsReply
+	if err := c.Call(context.Background(), api.OpJobs, api.JobsRequest{User: "*"}, &jl); err != nil || len(jl.Jobs) != 0 {
+		t.Errorf("jobs on a broker under its reserve: %v, %v; want none, and the list answered", jl.Jobs, err)
+	}
+}
+
 // cancelEvery cancels every live job of the broker at uri (state dir dir)
 // and waits a little for them to end; errors are ignored: the broker may
 // be gone already.
