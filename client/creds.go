@@ -4,70 +4,73 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"sync"
 
-	"github.com/nats-io/jwt/v2"
-	"github.com/nats-io/nkeys"
-
 	"github.com/strata-hpc/strata/api"
 )
 
 // creds is a .creds file as Dial reads it, once: the user JWT, the Strata
-// user name in it, and the user's key pair.
+// user name in it, and the user's Ed25519 seed.
 type creds struct {
 	path string
 	jwt  string
 	user string
-	key  nkeys.KeyPair // not yet used to sign; see auth
+	seed []byte // wiped by auth's release, or once used to sign
 }
+
+// credsFix says how to mend a .creds file, in the errors about one.
+const credsFix = "save the whole output of 'strata user add NAME' in the file again, or ask an administrator for new credentials"
 
 // readCreds reads the .creds file at path and checks that it holds Strata
 // user credentials. The JWT's signature is not checked here: the server
 // checks it on connect, and refuses credentials it did not issue.
+//
+// It reads what nats.UserCredentials reads (the jwt package's
+// ParseDecoratedJWT and ParseDecoratedUserNKey), without the jwt and nkeys
+// packages: see parseCreds and decodeUserSeed.
 func readCreds(path string) (*creds, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, api.Errorf(api.CodeUnauthenticated, "cannot read Strata credentials: %v", err)
 	}
 	defer wipe(b)
-	tok, seed, canonical := splitCreds(b)
-	if !canonical {
-		if tok, err = jwt.ParseDecoratedJWT(b); err != nil {
-			return nil, api.Errorf(api.CodeUnauthenticated, "%s is not a NATS credentials file: %v", path, err)
-		}
-	}
+	tok, seedText := parseCreds(b)
 	name, tags, err := userClaims(tok)
 	if err != nil {
-		return nil, api.Errorf(api.CodeUnauthenticated, "%s is not a NATS credentials file (no valid user JWT): %v", path, err)
+		return nil, api.Errorf(api.CodeUnauthenticated, "%s is not a NATS credentials file (no valid user JWT): %v; "+
+			"a .creds file holds a user JWT between '%s' and '%s' lines, then the user's seed: %s",
+			path, err, strings.TrimSpace(credsJWTBegin), strings.TrimSpace(credsJWTEnd), credsFix)
 	}
-	var key nkeys.KeyPair
-	if canonical {
-		key, err = userKey(seed)
-	} else {
-		key, err = jwt.ParseDecoratedUserNKey(b)
-	}
+	seed, err := userSeed(seedText)
 	if err != nil {
-		return nil, api.Errorf(api.CodeUnauthenticated, "%s has no user key: %v", path, err)
+		return nil, api.Errorf(api.CodeUnauthenticated, "%s has no user key: %v; %s", path, err, credsFix)
 	}
 	for _, tag := range tags {
 		if role, ok := strings.CutPrefix(tag, api.RoleTag); ok && role != string(api.RoleUser) {
-			key.Wipe()
+			clear(seed)
 			return nil, api.Errorf(api.CodeUnauthenticated, "%s holds %s credentials for %q, not a user's", path, role, name)
 		}
 	}
 	if err := api.ValidateUser(name); err != nil {
-		key.Wipe()
+		clear(seed)
 		return nil, api.Errorf(api.CodeUnauthenticated, "%s is not Strata user credentials: %v", path, err)
 	}
-	return &creds{path: path, jwt: tok, user: name, key: key}, nil
+	return &creds{path: path, jwt: tok, user: name, seed: seed}, nil
 }
 
-// The blocks of a .creds file as jwt.FormatUserConfig writes it (and
-// 'strata user add', the broker and nsc with it).
+// userSeed is decodeUserSeed of the seed parseCreds found, if it found one.
+func userSeed(text []byte) ([]byte, error) {
+	if text == nil {
+		return nil, errNoSeed
+	}
+	return decodeUserSeed(text)
+}
+
+// The lines around the blocks of a .creds file as jwt.FormatUserConfig
+// writes it (and 'strata user add', the broker and nsc with it).
 const (
 	credsJWTBegin  = "-----BEGIN NATS USER JWT-----\n"
 	credsJWTEnd    = "\n------END NATS USER JWT------\n"
@@ -75,37 +78,98 @@ const (
 	credsSeedEnd   = "\n------END USER NKEY SEED------"
 )
 
-// splitCreds returns the user JWT and the seed of a .creds text laid out
-// as jwt.FormatUserConfig writes it, what jwt.ParseDecoratedJWT and
-// jwt.ParseDecoratedUserNKey find in it, without their regular
-// expression: its first run costs a fresh process about 0.15 ms, twice
-// what reading the file does (the command's whole connection takes about
-// 2.5 ms). ok is false for any other layout (carriage returns, other
-// markers, text with "---" between the blocks), which the jwt package then
-// reads; seed aliases b.
-func splitCreds(b []byte) (tok string, seed []byte, ok bool) {
-	rest, ok := bytes.CutPrefix(b, []byte(credsJWTBegin))
-	if !ok {
-		return "", nil, false
+// parseCreds returns the user JWT and the seed text of a .creds text b, as
+// the jwt package's ParseDecoratedJWT and ParseDecoratedNKey find them:
+// the first and second blocks (see decoratedBlocks); with no block, the
+// whole text as the JWT; with fewer than two, the seed is the first line
+// that starts with SO, SA or SU once trimmed (the line as it is, untrimmed),
+// and nil if there is none. seed aliases b.
+func parseCreds(b []byte) (tok string, seed []byte) {
+	blocks, n := decoratedBlocks(b)
+	switch n {
+	case 0:
+		tok = string(b)
+	default:
+		tok = string(blocks[0])
 	}
-	t, rest, ok := bytes.Cut(rest, []byte(credsJWTEnd))
-	if !ok || !credsToken(t) {
-		return "", nil, false
+	if n == 2 {
+		return tok, blocks[1]
 	}
-	mid, rest, ok := bytes.Cut(rest, []byte(credsSeedBegin))
-	if !ok || bytes.Contains(mid, []byte("---")) || bytes.ContainsRune(mid, '\r') {
-		return "", nil, false
+	for line := range bytes.SplitSeq(b, []byte("\n")) {
+		t := bytes.TrimSpace(line)
+		if bytes.HasPrefix(t, []byte("SO")) || bytes.HasPrefix(t, []byte("SA")) || bytes.HasPrefix(t, []byte("SU")) {
+			return tok, line
+		}
 	}
-	seed, rest, ok = bytes.Cut(rest, []byte(credsSeedEnd))
-	if !ok || !credsToken(seed) || len(rest) > 0 && rest[0] != '\n' {
-		return "", nil, false
-	}
-	return string(t), seed, true
+	return tok, nil
 }
 
-// credsToken reports whether t is what the jwt package's pattern takes for
-// the content of a block: [\w\-.=]+.
-func credsToken(t []byte) bool {
+// decoratedBlocks returns the contents of the first two blocks of b (n of
+// them, at most 2), as the jwt package's pattern
+//
+//	\s*(?:(?:[-]{3,}.*[-]{3,}\r?\n)([\w\-.=]+)(?:\r?\n[-]{3,}.*[-]{3,}(\r?\n|\z)))
+//
+// finds them (jwt.ParseDecoratedJWT), without its regular expression,
+// whose compilation and first run cost a fresh process about 0.15 ms, twice
+// what reading the file does. A block is three lines, each of which may
+// end in a carriage return:
+//
+//   - an opening line with a run of at least three dashes in it (anywhere)
+//     that the line ends with, and three more: "-----BEGIN NATS USER JWT-----";
+//   - the block's content, one or more of A-Z a-z 0-9 _ - . =;
+//   - a closing line that starts and ends with three dashes, six at least,
+//     the text's last line or ended by a newline.
+//
+// The pattern matches nothing else: '.' does not match a newline, so each
+// part is one line, and \s* only moves where a match starts, not which
+// opening line it has. After a block the search goes on after its closing
+// line; after a line that opens none, at the next line.
+func decoratedBlocks(b []byte) (blocks [2][]byte, n int) {
+	for n < 2 {
+		open, rest, ok := bytes.Cut(b, []byte("\n"))
+		if !ok {
+			return blocks, n // an opening line needs a newline after it
+		}
+		b = rest
+		if !opensBlock(trimCR(open)) {
+			continue
+		}
+		content, after, ok := bytes.Cut(rest, []byte("\n"))
+		if !ok || !blockContent(trimCR(content)) {
+			continue
+		}
+		closing, after, ended := bytes.Cut(after, []byte("\n"))
+		if ended {
+			closing = trimCR(closing)
+		}
+		if !dashed(closing) {
+			continue
+		}
+		blocks[n] = trimCR(content)
+		n++
+		b = after
+		if !ended {
+			return blocks, n
+		}
+	}
+	return blocks, n
+}
+
+// opensBlock reports whether line, without its carriage return, opens a
+// block: from its first "---" on, it is a dashed line.
+func opensBlock(line []byte) bool {
+	i := bytes.Index(line, []byte("---"))
+	return i >= 0 && dashed(line[i:])
+}
+
+// dashed reports whether s starts and ends with three dashes, six at least.
+func dashed(s []byte) bool {
+	return len(s) >= 6 && bytes.HasPrefix(s, []byte("---")) && bytes.HasSuffix(s, []byte("---"))
+}
+
+// blockContent reports whether t is what the pattern takes for the
+// content of a block: [\w\-.=]+.
+func blockContent(t []byte) bool {
 	if len(t) == 0 {
 		return false
 	}
@@ -117,21 +181,10 @@ func credsToken(t []byte) bool {
 	return true
 }
 
-// userKey is the key pair of a user seed, with jwt.ParseDecoratedUserNKey's
-// checks, in its order and with its errors.
-func userKey(seed []byte) (nkeys.KeyPair, error) {
-	if !bytes.HasPrefix(seed, []byte("SO")) && !bytes.HasPrefix(seed, []byte("SA")) && !bytes.HasPrefix(seed, []byte("SU")) {
-		return nil, errors.New("doesn't contain a seed nkey")
-	}
-	kp, err := nkeys.FromSeed(seed)
-	if err != nil {
-		return nil, err
-	}
-	if !bytes.HasPrefix(seed, []byte("SU")) {
-		kp.Wipe()
-		return nil, errors.New("doesn't contain an user seed nkey")
-	}
-	return kp, nil
+// trimCR returns line without one carriage return at its end.
+func trimCR(line []byte) []byte {
+	line, _ = bytes.CutSuffix(line, []byte("\r"))
+	return line
 }
 
 // userClaims returns the name and tags of a user JWT without checking its
@@ -150,37 +203,33 @@ func userClaims(tok string) (name string, tags []string, err error) {
 	var c struct {
 		Name string `json:"name"`
 		Nats struct {
-			Type jwt.ClaimType `json:"type"`
-			Tags []string      `json:"tags"`
+			Type string   `json:"type"`
+			Tags []string `json:"tags"`
 		} `json:"nats"`
 	}
 	if err := json.Unmarshal(payload, &c); err != nil {
 		return "", nil, fmt.Errorf("cannot decode the claims: %w", err)
 	}
-	if c.Nats.Type != jwt.UserClaim {
-		return "", nil, fmt.Errorf("the JWT is a %q, not a %q", c.Nats.Type, jwt.UserClaim)
+	if c.Nats.Type != "user" { // jwt.UserClaim
+		return "", nil, fmt.Errorf("the JWT is a %q, not a %q", c.Nats.Type, "user")
 	}
 	return c.Name, c.Nats.Tags, nil
 }
 
 // auth is what nats.UserCredentials does, for credentials already read:
 // user returns the JWT, signNonce signs the server's nonce. The first
-// connection uses the JWT and key pair that Dial read; reconnections read
-// the file again and keep no key in memory, as nats.UserCredentials does.
-// The server's nonce is signed by sign, which costs a fresh process a
-// tenth of what the key pair's own Sign does. release wipes the key read
-// by Dial if no connection used it.
+// connection uses the JWT and seed that Dial read; reconnections read the
+// file again and keep no key in memory, as nats.UserCredentials does.
+// release wipes the seed read by Dial if no connection used it.
 func (c *creds) auth() (user func() (string, error), signNonce func([]byte) ([]byte, error), release func()) {
 	var mu sync.Mutex
-	first := c.key
+	first := c.seed
 	release = func() {
 		mu.Lock()
-		kp := first
+		seed := first
 		first = nil
 		mu.Unlock()
-		if kp != nil {
-			kp.Wipe()
-		}
+		clear(seed)
 	}
 	user = func() (string, error) {
 		mu.Lock()
@@ -193,26 +242,28 @@ func (c *creds) auth() (user func() (string, error), signNonce func([]byte) ([]b
 			return "", fmt.Errorf("nats: %w", err)
 		}
 		defer wipe(b)
-		return jwt.ParseDecoratedJWT(b)
+		tok, _ := parseCreds(b)
+		return tok, nil
 	}
 	signNonce = func(nonce []byte) ([]byte, error) {
 		mu.Lock()
-		kp := first
+		seed := first
 		first = nil
 		mu.Unlock()
-		if kp == nil {
+		if seed == nil {
 			b, err := os.ReadFile(c.path)
 			if err != nil {
 				return nil, fmt.Errorf("unable to read the key in %q: %w", c.path, err)
 			}
-			kp, err = jwt.ParseDecoratedUserNKey(b)
+			_, text := parseCreds(b)
+			seed, err = userSeed(text)
 			wipe(b)
 			if err != nil {
-				return nil, fmt.Errorf("unable to extract key pair from file %q: %w", c.path, err)
+				return nil, fmt.Errorf("unable to extract the user's key from file %q: %w; %s", c.path, err, credsFix)
 			}
 		}
-		defer kp.Wipe()
-		return sign(kp, nonce)
+		defer clear(seed)
+		return signSeed(seed, nonce)
 	}
 	return user, signNonce, release
 }

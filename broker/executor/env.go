@@ -1,9 +1,10 @@
 package executor
 
 import (
-	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/strata-hpc/strata/internal/outpath"
 )
 
 // The variables JobEnv sets.
@@ -40,69 +41,14 @@ func JobEnv(base []string, uri, id, nodelist string, nnodes int) []string {
 // Default output file templates, used when a Spec leaves Stdout or Stderr
 // empty: files in the job's working directory named after its ID.
 const (
-	DefaultStdout = "strata-%j.out"
-	DefaultStderr = "strata-%j.err"
+	DefaultStdout = outpath.DefaultStdout
+	DefaultStderr = outpath.DefaultStderr
 )
 
 // PathVars are the values ExpandPath substitutes into a template.
-type PathVars struct {
-	JobID string // %j
-	User  string // %u
-	Name  string // %x, the job name
-	// ArrayJob and ArrayTask are %A and %a, for the tasks of a job
-	// array; for other jobs %A is the job ID and %a is "4294967294",
-	// as Slurm writes them.
-	ArrayJob, ArrayTask string
-}
+type PathVars = outpath.Vars
 
-// ExpandPath turns an output file template, as given to submit's -o and -e,
-// into a path, as Slurm does: "%j" becomes the job ID, "%u" the user name,
-// "%x" the job name, "%A" and "%a" the array job and task (see PathVars)
-// and "%%" a single '%'; any other '%' sequence is kept as
-// written. A relative result is made absolute against dir, the job's working
-// directory. An empty template expands to "" (the caller picks a default,
-// such as DefaultStdout).
-func ExpandPath(tmpl, dir string, v PathVars) string {
-	if tmpl == "" {
-		return ""
-	}
-	var b strings.Builder
-	for i := 0; i < len(tmpl); i++ {
-		c := tmpl[i]
-		if c != '%' || i+1 == len(tmpl) {
-			b.WriteByte(c)
-			continue
-		}
-		switch tmpl[i+1] {
-		case 'j':
-			b.WriteString(v.JobID)
-		case 'u':
-			b.WriteString(v.User)
-		case 'x':
-			b.WriteString(v.Name)
-		case 'A':
-			if v.ArrayJob == "" {
-				b.WriteString(v.JobID)
-			} else {
-				b.WriteString(v.ArrayJob)
-			}
-		case 'a':
-			if v.ArrayTask == "" {
-				b.WriteString("4294967294")
-			} else {
-				b.WriteString(v.ArrayTask)
-			}
-		case '%':
-			b.WriteByte('%')
-		default:
-			b.WriteByte('%')
-			continue // keep the next byte as written
-		}
-		i++
-	}
-	p := b.String()
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(dir, p)
-	}
-	return p
-}
+// ExpandPath turns an output file template, as given to submit's -o and
+// -e, into a path, as Slurm does: see outpath.Expand, which 'strata run'
+// uses without linking this package.
+func ExpandPath(tmpl, dir string, v PathVars) string { return outpath.Expand(tmpl, dir, v) }

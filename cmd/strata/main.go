@@ -20,6 +20,33 @@
 // PONG; the reply subscription with the first request, then its reply)
 // in one write fewer.
 //
+// Nor does it link nkeys and nats-io/jwt/v2 (issue 16): package client
+// finds the JWT and the seed in a .creds file and decodes the seed itself
+// (client/seed.go, checked against both packages by FuzzParseCreds), and
+// 'strata nats init', which mints keys, runs in strata-broker
+// (cliapp.RunNatsInit); 'strata run' expands output paths with
+// internal/outpath, not broker/executor. TestFrontEndLinks keeps them
+// out. Measured interleaved on the 2-core machine: the binary 11.9 ->
+// 10.8 MB; 70 -> 58 packages initialised, their initialisation
+// (GODEBUG=inittrace=1 of 'strata version', median of 30) 3.93 -> 3.55 ms
+// and 74 -> 43 kB; 'strata version' runs 1.77 -> 1.55 million
+// instructions (valgrind --tool=callgrind, GOMAXPROCS=1 and
+// asyncpreemptoff=1, median of 5: -12%) with 376 -> 342 page faults
+// (perf stat -r 30). BenchmarkCommands, 6 rounds at load 1-1.7: the
+// geometric mean of the 16 commands' medians 15.8 -> 14.7 ms (-7%; start
+// -8%, connect -9%, request -5%), though few commands alone are beyond
+// the noise; at load 10-12 the difference drowns in it.
+//
+// What is left at start-up is mostly the runtime's and urfave/cli's:
+// urfave/cli compiles a regular expression when initialised (now the
+// process's first, so it pays regexp's first-use cost: 0.6 ms of the
+// inittrace above), and runs it over every flag name it looks up
+// (cli.FlagNames: 12% of the instructions of 'strata version'). A
+// connected command waits on the server three times (INFO; PONG; the
+// reply, in two writes: strace): sending the first request with CONNECT
+// and PING, before the PONG, would save one wait, but would move the
+// refusal of credentials from client.Dial to the first call.
+//
 // Build it without cgo and with cliapp.BuildTags, as the README does:
 //
 //	CGO_ENABLED=0 go build -tags urfave_cli_no_docs ./cmd/strata

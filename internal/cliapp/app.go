@@ -55,9 +55,13 @@ func newApp(server ...*cli.Command) *cli.App {
 		server = launchers()
 	}
 	app := &cli.App{
-		Name:                 "strata",
-		Usage:                "a hierarchical resource broker with advance reservations and QPU slots",
-		Version:              version,
+		Name:    "strata",
+		Usage:   "a hierarchical resource broker with advance reservations and QPU slots",
+		Version: version,
+		// Set, so that urfave/cli does not stat os.Args[0] on every
+		// command for its modification time (App.Setup's compileTime):
+		// nothing strata prints shows it.
+		Compiled:             time.Unix(0, 0),
 		Description:          "Exit status:\n" + exitCodes,
 		EnableBashCompletion: true,
 		// Repeatable flags are repeated, never split at commas: hostlists

@@ -5,9 +5,31 @@ import (
 	"path/filepath"
 
 	"github.com/urfave/cli/v2"
-
-	"github.com/strata-hpc/strata/internal/natssetup"
 )
+
+// RunNatsInit is natssetup.Init, its Result converted to NatsInitResult.
+// It mints keys and JWTs with the nkeys and jwt packages, whose package
+// initialisation (with the x/crypto code nkeys links) cost every command
+// of the front end about 0.7 ms before main, for one admin command run
+// once per cluster (issue 16). So BrokerProgram sets it, and in the front
+// end it is nil: 'strata nats init', once its arguments are read,
+// replaces the process with BrokerProgram and the same arguments, as
+// 'strata agent' does (see RunAgent).
+var RunNatsInit func(dir, stateDir string) (NatsInitResult, error)
+
+// NatsInitResult is natssetup.Result, with the names natssetup gives the
+// files that the next steps name.
+type NatsInitResult struct {
+	Dir, StateDir string
+	// Public keys.
+	Operator, System, Account, Signing string
+	// Files written, in the order written.
+	Files []string
+	// The names, in Dir, of the configuration fragment, the broker's
+	// credentials and the operator's key (natssetup.Fragment,
+	// BrokerCreds and OperatorKey).
+	Fragment, BrokerCreds, OperatorKey string
+}
 
 func natsCommand() *cli.Command {
 	return &cli.Command{
@@ -43,7 +65,10 @@ func runNatsInit(c *cli.Context) error {
 	if c.String("dir") == "" {
 		return usageErr(fmt.Errorf("'strata nats init' needs --dir DIR, an empty directory for the operator's keys (keep it offline)"))
 	}
-	res, err := natssetup.Init(c.String("dir"), c.String("state-dir"))
+	if RunNatsInit == nil {
+		return runInBroker(c, "nats init")
+	}
+	res, err := RunNatsInit(c.String("dir"), c.String("state-dir"))
 	if err != nil {
 		return err
 	}
@@ -56,8 +81,8 @@ func runNatsInit(c *cli.Context) error {
 		"  1. copy %s to every NATS server and add 'include ./%s' to its configuration;\n"+
 		"  2. copy %s and %s to the broker's host;\n"+
 		"  3. keep %s (the operator's key) offline: it is not needed to run the cluster or the broker.\n",
-		filepath.Join(res.Dir, natssetup.Fragment), natssetup.Fragment,
-		filepath.Join(res.Dir, natssetup.BrokerCreds), res.StateDir,
-		filepath.Join(res.Dir, natssetup.OperatorKey))
+		filepath.Join(res.Dir, res.Fragment), res.Fragment,
+		filepath.Join(res.Dir, res.BrokerCreds), res.StateDir,
+		filepath.Join(res.Dir, res.OperatorKey))
 	return nil
 }

@@ -17,8 +17,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/strata-hpc/strata/api"
-	"github.com/strata-hpc/strata/broker/executor"
 	"github.com/strata-hpc/strata/client"
+	"github.com/strata-hpc/strata/internal/outpath"
 )
 
 // How run follows a job.
@@ -93,9 +93,9 @@ func runRun(c *cli.Context) error {
 		name = req.Name
 	}
 	// The paths the broker writes to: the executor's own expansion.
-	vars := executor.PathVars{JobID: job.ID.String(), User: job.User, Name: name}
-	outPath := executor.ExpandPath(req.Stdout, req.Cwd, vars)
-	errPath := executor.ExpandPath(req.Stderr, req.Cwd, vars)
+	vars := outpath.Vars{JobID: job.ID.String(), User: job.User, Name: name}
+	outPath := outpath.Expand(req.Stdout, req.Cwd, vars)
+	errPath := outpath.Expand(req.Stderr, req.Cwd, vars)
 
 	stop := make(chan struct{})
 	var tails sync.WaitGroup

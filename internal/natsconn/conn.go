@@ -185,9 +185,7 @@ func Connect(o Options) (*Conn, error) {
 		o.InboxPrefix = "_INBOX"
 	}
 	if o.Dial == nil {
-		o.Dial = func(addr string, timeout time.Duration) (net.Conn, error) {
-			return net.DialTimeout("tcp", addr, timeout)
-		}
+		o.Dial = dialTCP
 	}
 	c := &Conn{opts: o, resp: map[string]chan *Msg{}, rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}
 	c.respPrefix = o.InboxPrefix + "." + c.token(22) + "."
@@ -221,6 +219,15 @@ func Connect(o Options) (*Conn, error) {
 		last = ErrNoServers
 	}
 	return nil, last
+}
+
+// dialTCP is the default Options.Dial. It turns TCP keep-alives off: the
+// client's PINGs (PingInterval) find a dead connection, and net.Dialer's
+// default keep-alive costs every command four setsockopt calls (strace of
+// 'strata jobs', issue 16).
+func dialTCP(addr string, timeout time.Duration) (net.Conn, error) {
+	d := net.Dialer{Timeout: timeout, KeepAlive: -1}
+	return d.Dial("tcp", addr)
 }
 
 // serverAddr is HOST:PORT of a server URL (port 4222 by default).
