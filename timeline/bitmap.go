@@ -150,29 +150,35 @@ func (t *Timeline) freeRuns(segs []seg, w []run) ([]run, int) {
 	return out, n
 }
 
-// holdPast paints into t.bits the nodes between the runs of w, which never
-// count, and the segments of segs that end at or after stop, and returns
-// how many nodes of w those hold, and the other segments (in t.rest).
-// Every segment of a window's segs overlaps it, so one that ends at or
-// after stop holds its nodes at every start from the window's to stop:
-// when they hold more than |w|-n, no such start has n nodes of w free.
-func (t *Timeline) holdPast(segs []seg, w []run, stop Time) (int, []seg) {
+// holdPast paints into t.bits the nodes between the runs of w (wn nodes),
+// which never count, and the segments of segs that end at or after stop,
+// and returns how many nodes of w those hold, and the other segments (in
+// t.rest). Every segment of a window's segs overlaps it, so one that ends
+// at or after stop holds its nodes at every start from the window's to
+// stop: when they hold more than wn-n, no such start has n nodes of w
+// free. It fills the runs without counting, and counts the bits once at
+// the end: fewer instructions than counting run by run.
+func (t *Timeline) holdPast(segs []seg, w []run, wn int, stop Time) (int, []seg) {
 	b := &t.bits
-	b.reset(w[0].lo, w[len(w)-1].hi)
+	lo, hi := w[0].lo, w[len(w)-1].hi
+	b.reset(lo, hi)
 	for i := 1; i < len(w); i++ {
-		b.set(w[i-1].hi, w[i].lo)
+		b.fill(w[i-1].hi, w[i].lo)
 	}
-	painted := 0
 	rest := t.rest[:0]
 	for _, s := range segs {
 		if s.end >= stop {
-			painted += b.set(s.lo, s.hi)
+			b.fill(s.lo, s.hi)
 		} else {
 			rest = append(rest, s)
 		}
 	}
 	t.rest = rest
-	return painted, rest
+	set := 0
+	for _, x := range b.words {
+		set += bits.OnesCount64(x)
+	}
+	return set - (int(hi-lo) - wn), rest
 }
 
 // releaseRest returns, after holdPast found that the segments ending at

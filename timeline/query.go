@@ -256,8 +256,9 @@ func (t *Timeline) nodeFit(p plan, segs []seg, stop Time) (nodes NodeSet, ok boo
 		}
 		return t.pick(p, free), true, 0
 	}
-	limit := p.w.Len() - p.n
-	painted, rest := t.holdPast(segs, p.w.runs, stop)
+	wn := p.w.Len()
+	limit := wn - p.n
+	painted, rest := t.holdPast(segs, p.w.runs, wn, stop)
 	if painted > limit {
 		return NodeSet{}, false, stop
 	}
