@@ -226,6 +226,8 @@ type Timeline struct {
 	firstBy []*span
 	floorAt []Time
 	gapSegs []gapSeg
+	gapBuf  []gap    // reach's gaps before keepGaps copies them
+	slab    []gap    // keepGaps's slab
 	gapTmp  []gapSeg // sortGapSegs's other buffer
 }
 
