@@ -115,7 +115,8 @@ type shared struct {
 	deps     map[JobID][]JobID    // job -> jobs waiting on it
 	insts    map[string]*Instance
 	resvs    map[string]*Resv
-	wakes    *btree.BTreeG[wake]
+	wakes    *btree.BTreeG[wake] // all but the planned starts
+	planned  planWakes           // the planned starts (see planWakes)
 	dirty    map[*Instance]bool
 	// qpu schedules the tree's QPU jobs; qpuSync says that slot holders
 	// changed since its sessions were last checked (see syncSessions).
@@ -288,7 +289,7 @@ func (in *Instance) Ready() Ready {
 // NextWake returns the next instant at which the tree needs a Tick, and
 // false when nothing is due at any future time.
 func (in *Instance) NextWake() (Time, bool) {
-	w, ok := in.sh.wakes.Min()
+	w, ok := in.sh.firstWake()
 	if q, qok := in.sh.qpu.NextWake(); qok {
 		// The QPU scheduler counts milliseconds: wake at the first
 		// whole second that is not before its deadline.
@@ -1054,11 +1055,11 @@ func (in *Instance) jobEnded(now Time, j *Job) {
 func (in *Instance) Tick(now Time) {
 	in.sh.qpu.Tick(qpuTime(now))
 	for {
-		w, ok := in.sh.wakes.Min()
+		w, ok := in.sh.firstWake()
 		if !ok || w.t > now {
 			break
 		}
-		in.sh.wakes.DeleteMin()
+		in.sh.dropWake(w)
 		switch w.kind {
 		case wakeDeadline:
 			j := in.sh.jobs[JobID(w.id)]

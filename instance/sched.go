@@ -217,7 +217,7 @@ func (in *Instance) considerNew(now Time, j *Job) bool {
 	if in.sh.dirty[in] || in.freed || in.ended {
 		return false
 	}
-	if w, ok := in.sh.wakes.Min(); ok && w.t <= now {
+	if w, ok := in.sh.firstWake(); ok && w.t <= now {
 		return false
 	}
 	if last, ok := in.queue.Max(); !ok || last != j {
@@ -351,7 +351,7 @@ func (in *Instance) placePlan(j *Job, t Time, nodes timeline.NodeSet) {
 	j.PlannedStart = t
 	j.nodeSet = nodes
 	in.countPlan(nodes, 1)
-	in.sh.wakes.ReplaceOrInsert(wake{t: t, kind: wakePlan, id: int64(j.ID)})
+	in.sh.planAt(t, j.ID)
 }
 
 // listRecheck lists new plan j for the next compression (see compress): the
@@ -374,8 +374,7 @@ func (in *Instance) unplan(j *Job) {
 	if err := in.tl.Remove(spanOf(j.ID)); err != nil {
 		panic(fmt.Sprintf("instance: planned job %d has no span: %v", j.ID, err))
 	}
-	in.sh.wakes.Delete(wake{t: j.PlannedStart, kind: wakePlan, id: int64(j.ID)})
-	in.countPlan(j.nodeSet, -1)
+	in.countPlan(j.nodeSet, -1) // its wake is no longer live (see planWakes)
 	j.planned = false
 	j.PlannedStart = 0
 	j.nodeSet = timeline.NodeSet{}
@@ -488,17 +487,15 @@ func (in *Instance) compressStale(now Time) {
 // earlier than its planned start, on the nodes the timeline chooses there,
 // and reports whether it moved.
 func (in *Instance) moveEarlier(now Time, j *Job, nb Time) bool {
-	old := j.PlannedStart
 	sp, moved := in.tl.MoveEarlier(spanOf(j.ID), in.planRequest(now, j), nb)
 	if !moved {
 		return false
 	}
-	in.sh.wakes.Delete(wake{t: old, kind: wakePlan, id: int64(j.ID)})
 	in.countPlan(j.nodeSet, -1)
-	j.PlannedStart = sp.Start
+	j.PlannedStart = sp.Start // its wake at the old start is no longer live
 	j.nodeSet = sp.Nodes
 	in.countPlan(j.nodeSet, 1)
-	in.sh.wakes.ReplaceOrInsert(wake{t: sp.Start, kind: wakePlan, id: int64(j.ID)})
+	in.sh.planAt(sp.Start, j.ID)
 	return true
 }
 
@@ -610,8 +607,7 @@ func (in *Instance) replan(now Time, j *Job, nb Time) {
 		}
 		return
 	}
-	in.sh.wakes.Delete(wake{t: old, kind: wakePlan, id: int64(j.ID)})
-	in.countPlan(oldNodes, -1)
+	in.countPlan(oldNodes, -1) // placePlan makes a new wake; the old one dies
 	in.nplan--
 	j.planned = false
 	in.placePlan(j, t, nodes)

@@ -150,38 +150,50 @@ func (t *Timeline) freeRuns(segs []seg, w []run) ([]run, int) {
 	return out, n
 }
 
-// release returns the earliest end among segs by which enough nodes of w
-// (|w| nodes, wn of them) are released for n to be free: with m(x) the latest
-// end of the segments holding node x, the smallest e such that at least n
-// nodes of w have m(x) <= e, counting the nodes no segment holds; or stop
-// when that e is at or after stop (the caller looks no further). There must
-// be such an e (n <= wn).
-//
-// It paints the segments into a bitmap by descending end: the nodes a segment
-// paints first are those whose latest end it is. Once more than wn-n nodes are
-// painted, the end being painted is the answer. The segments ending at or
-// after stop are painted first, unsorted: if they hold too many nodes, the
-// answer is stop, and only the others are sorted.
-func (t *Timeline) release(segs []seg, w []run, wn, n int, stop Time) Time {
+// holdPast paints into t.bits the nodes between the runs of w (wn nodes),
+// which never count, and the segments of segs that end at or after stop,
+// and returns how many nodes of w those hold, and the other segments (in
+// t.rest). Every segment of a window's segs overlaps it, so one that ends
+// at or after stop holds its nodes at every start from the window's to
+// stop: when they hold more than wn-n, no such start has n nodes of w
+// free. It fills the runs without counting, and counts the bits once at
+// the end: fewer instructions than counting run by run.
+func (t *Timeline) holdPast(segs []seg, w []run, wn int, stop Time) (int, []seg) {
 	b := &t.bits
-	b.reset(w[0].lo, w[len(w)-1].hi)
-	for i := 1; i < len(w); i++ { // nodes between the runs of w never count
-		b.set(w[i-1].hi, w[i].lo)
+	lo, hi := w[0].lo, w[len(w)-1].hi
+	b.reset(lo, hi)
+	for i := 1; i < len(w); i++ {
+		b.fill(w[i-1].hi, w[i].lo)
 	}
-	limit, painted := wn-n, 0
 	rest := t.rest[:0]
 	for _, s := range segs {
 		if s.end >= stop {
-			painted += b.set(s.lo, s.hi)
+			b.fill(s.lo, s.hi)
 		} else {
 			rest = append(rest, s)
 		}
 	}
 	t.rest = rest
-	if painted > limit {
-		return stop
+	set := 0
+	for _, x := range b.words {
+		set += bits.OnesCount64(x)
 	}
-	segs = rest
+	return set - (int(hi-lo) - wn), rest
+}
+
+// releaseRest returns, after holdPast found that the segments ending at
+// or after stop hold painted <= limit nodes of w, the earliest end among
+// the others, segs, by which enough nodes of w are released for n to be
+// free (limit is |w|-n): with m(x) the latest end of the segments holding
+// node x, the smallest e such that at least n nodes of w have m(x) <= e,
+// counting the nodes no segment holds. There must be such an e, before
+// stop. t.bits holds what holdPast painted.
+//
+// It paints segs into the bitmap by descending end: the nodes a segment
+// paints first are those whose latest end it is. Once more than limit nodes
+// are painted, the end being painted is the answer.
+func (t *Timeline) releaseRest(segs []seg, painted, limit int) Time {
+	b := &t.bits
 	// Order the segments by end through integer keys: end offset above the
 	// smallest end in the high 40 bits, index in the low 24.
 	minEnd, maxEnd := segs[0].end, segs[0].end
@@ -224,5 +236,5 @@ func (t *Timeline) release(segs []seg, w []run, wn, n int, stop Time) Time {
 			return e
 		}
 	}
-	panic("timeline: release: fewer held nodes than needed")
+	panic("timeline: releaseRest: fewer held nodes than needed")
 }

@@ -1,7 +1,9 @@
 package timeline
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -44,6 +46,87 @@ func TestNodeBitsFill(t *testing.T) {
 			if end := bm.base + int32(len(bm.words))<<6; bm.anyIn(hi, end) {
 				t.Fatalf("round %d: bits set in [%d, %d), past the range [%d, %d)", round, hi, end, lo, hi)
 			}
+		}
+	}
+}
+
+// refNodeFit is nodeFit by brute force, node by node: the nodes of w no
+// segment holds, chosen as choose does, or else the earliest end by which
+// n nodes of w are released, capped at stop.
+func refNodeFit(w []run, segs []seg, n int, stop Time) (NodeSet, bool, Time) {
+	var free []run
+	var ends []Time // per node of w held by a segment: its latest end
+	for _, r := range w {
+		for x := r.lo; x < r.hi; x++ {
+			held, end := false, Time(0)
+			for _, s := range segs {
+				if s.lo <= x && x < s.hi {
+					held, end = true, max(end, s.end)
+				}
+			}
+			if held {
+				ends = append(ends, end)
+			} else {
+				free = appendMerge(free, run{x, x + 1})
+			}
+		}
+	}
+	nfree := NodeSet{runs: free}.Len()
+	if nfree >= n {
+		return choose(free, n), true, 0
+	}
+	slices.Sort(ends)
+	e := ends[n-nfree-1]
+	return NodeSet{}, false, min(e, stop)
+}
+
+// TestNodeFitStop checks nodeFit with a stop, whose segments ending at or
+// after it are painted first, against refNodeFit: cases for each way out
+// (too many held to stop, a fit, a release before stop), then random ones.
+func TestNodeFitStop(t *testing.T) {
+	type tc struct {
+		name string
+		w    []run
+		segs []seg
+		n    int
+		stop Time
+	}
+	cases := []tc{
+		{"held past stop", []run{{0, 8}}, []seg{{0, 6, 50}, {6, 8, 20}}, 3, 40},
+		{"fits", []run{{0, 8}}, []seg{{0, 3, 50}, {5, 6, 20}}, 3, 40},
+		{"released before stop", []run{{0, 8}}, []seg{{0, 3, 50}, {3, 6, 20}, {6, 8, 30}}, 4, 40},
+		{"released at the latest end before stop", []run{{0, 8}}, []seg{{0, 4, 10}, {4, 8, 30}}, 8, 40},
+		{"runs of w with a hole", []run{{0, 4}, {60, 70}}, []seg{{0, 2, 50}, {60, 69, 30}, {2, 4, 15}}, 3, 40},
+		{"a segment across the hole", []run{{0, 4}, {60, 70}}, []seg{{2, 65, 45}, {65, 70, 10}}, 4, 40},
+		{"words apart", []run{{10, 200}}, []seg{{10, 100, 90}, {100, 150, 25}, {150, 199, 60}}, 60, 70},
+	}
+	r := rand.New(rand.NewPCG(7, 11))
+	for i := range 3000 {
+		var w []run
+		at := int32(r.IntN(100))
+		for range 1 + r.IntN(3) {
+			lo := at + int32(r.IntN(40))
+			hi := lo + 1 + int32(r.IntN(90))
+			w, at = append(w, run{lo, hi}), hi+1
+		}
+		lo, hi := w[0].lo, w[len(w)-1].hi
+		var segs []seg
+		for range r.IntN(12) {
+			a := lo + int32(r.IntN(int(hi-lo)))
+			b := a + 1 + int32(r.IntN(int(hi-a)))
+			segs = append(segs, seg{a, b, Time(1 + r.IntN(100))})
+		}
+		wn := NodeSet{runs: w}.Len()
+		cases = append(cases, tc{fmt.Sprintf("random %d", i), w, segs, 1 + r.IntN(wn), Time(1 + r.IntN(100))})
+	}
+	var tl Timeline
+	for _, c := range cases {
+		p := plan{w: NodeSet{runs: c.w}, n: c.n}
+		nodes, ok, next := tl.nodeFit(p, append([]seg(nil), c.segs...), c.stop)
+		wnodes, wok, wnext := refNodeFit(c.w, c.segs, c.n, c.stop)
+		if ok != wok || !nodes.Equal(wnodes) || next != wnext {
+			t.Fatalf("%s: nodeFit(w %v, n %d, stop %d, segs %v) = %v, %v, %d; want %v, %v, %d",
+				c.name, c.w, c.n, c.stop, c.segs, nodes, ok, next, wnodes, wok, wnext)
 		}
 	}
 }

@@ -349,3 +349,37 @@ func TestStaleCountsOwnNodesFree(t *testing.T) {
 		})
 	}
 }
+
+// TestKeepGaps checks that the gaps keepGaps hands out from its slabs are
+// copies, each with no room past its end (an append to one must not
+// overwrite the next), across the start of a new slab and for a record
+// with more gaps than a slab holds.
+func TestKeepGaps(t *testing.T) {
+	var tl Timeline
+	mk := func(n, tag int) []gap {
+		g := make([]gap, n)
+		for i := range g {
+			g[i] = gap{lo: Time(tag), hi: Time(i), first: SpanID(tag)}
+		}
+		return g
+	}
+	var kept [][]gap
+	sizes := []int{3, 0, 1, gapSlab - 5, 7, 2*gapSlab + 1, 2}
+	for tag, n := range sizes {
+		src := mk(n, tag)
+		got := tl.keepGaps(src)
+		if len(got) != n || cap(got) != n {
+			t.Fatalf("keepGaps(%d gaps): len %d cap %d, want both %d", n, len(got), cap(got), n)
+		}
+		if n > 0 {
+			src[0].lo = -1 // the copy must not change
+		}
+		kept = append(kept, got)
+	}
+	kept[0] = append(kept[0], gap{lo: -2}) // must not overwrite kept[2]
+	for tag, n := range sizes {
+		if want := mk(n, tag); !slices.Equal(kept[tag][:n], want) {
+			t.Errorf("record %d: gaps changed to %v, want %v", tag, kept[tag][:min(n, 3)], want[:min(n, 3)])
+		}
+	}
+}

@@ -240,21 +240,58 @@ func (t *Timeline) countsFit(amt []int64, c Time, d Duration, limit Time) (Time,
 // runs of the spans overlapping the window. When they do not fit and stop >
 // 0, next is the earliest instant at which enough of those spans have ended,
 // or stop if that is no earlier than stop.
+//
+// With a stop, it first paints the segments that end at or after it (see
+// holdPast): when they alone hold too many nodes, which is how most of
+// MoveEarlier's searches over a short range of starts end (CTC repeated
+// to 200,000 jobs: 1.2 million of 1.9 million windows that do not fit),
+// the answer is stop without reading the free runs at all. Otherwise it
+// paints the other segments over them, keeping a copy of the bitmap for
+// release to go on from when the nodes left free are too few.
 func (t *Timeline) nodeFit(p plan, segs []seg, stop Time) (nodes NodeSet, ok bool, next Time) {
-	free, nfree := t.freeRuns(segs, p.w.runs)
+	if stop <= 0 {
+		free, nfree := t.freeRuns(segs, p.w.runs)
+		if nfree < p.n {
+			return NodeSet{}, false, 0
+		}
+		return t.pick(p, free), true, 0
+	}
+	wn := p.w.Len()
+	limit := wn - p.n
+	painted, rest := t.holdPast(segs, p.w.runs, wn, stop)
+	if painted > limit {
+		return NodeSet{}, false, stop
+	}
+	b := &t.bits
+	t.held = append(t.held[:0], b.words...)
+	for _, s := range rest {
+		b.fill(s.lo, s.hi)
+	}
+	free, nfree := t.runs[:0], 0
+	for _, r := range p.w.runs {
+		free = b.appendClear(free, r.lo, r.hi)
+	}
+	t.runs = free
+	for _, r := range free {
+		nfree += r.len()
+	}
 	if nfree >= p.n {
-		if p.explicit {
-			return p.w, true, 0
-		}
-		if !p.prefer.IsEmpty() {
-			return choosePreferring(free, p.n, p.prefer), true, 0
-		}
-		return choose(free, p.n), true, 0
+		return t.pick(p, free), true, 0
 	}
-	if stop > 0 {
-		next = t.release(segs, p.w.runs, p.w.Len(), p.n, stop)
+	copy(b.words, t.held)
+	return NodeSet{}, false, t.releaseRest(rest, painted, limit)
+}
+
+// pick chooses p.n nodes of free, which holds at least that many: all of
+// p.w when it is explicit, else by best fit, preferring p.prefer.
+func (t *Timeline) pick(p plan, free []run) NodeSet {
+	if p.explicit {
+		return p.w
 	}
-	return NodeSet{}, false, next
+	if !p.prefer.IsEmpty() {
+		return choosePreferring(free, p.n, p.prefer)
+	}
+	return choose(free, p.n)
 }
 
 // collect gathers the runs of the node spans overlapping [start, end),

@@ -202,6 +202,7 @@ type Timeline struct {
 	// Scratch buffers, owned by this Timeline alone (never shared by a clone).
 	segs    []seg
 	bits    nodeBits
+	held    []uint64 // nodeFit's copy of bits
 	keys    []uint64
 	order   []int32
 	runs    []run
@@ -225,6 +226,8 @@ type Timeline struct {
 	firstBy []*span
 	floorAt []Time
 	gapSegs []gapSeg
+	gapBuf  []gap    // reach's gaps before keepGaps copies them
+	slab    []gap    // keepGaps's slab
 	gapTmp  []gapSeg // sortGapSegs's other buffer
 }
 
