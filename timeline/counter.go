@@ -188,9 +188,14 @@ func (c *counter) points() []point {
 // the floor of e: the points in [s, e) get delta, split points appear at s
 // and e when needed, and points that became redundant are dropped.
 func (c *counter) add(s, e Time, delta int64) {
-	if delta == 0 {
+	if delta == 0 || c.addInPlace(s, e, delta) {
 		return
 	}
+	c.addRegion(s, e, delta)
+}
+
+// addRegion is add by rebuilding the region's chunks.
+func (c *counter) addRegion(s, e Time, delta int64) {
 	// The region's chunks.
 	old := c.old[:0]
 	from := c.chunkAt(s - 1)
@@ -259,6 +264,70 @@ func (c *counter) add(s, e Time, delta int64) {
 	}
 	clear(old)
 	c.buf, c.old = out[:0], old[:0]
+}
+
+// addInPlace is add when the region lies within one chunk that c owns,
+// from the point before s to the floor of e, and stays within maxChunk
+// points: it changes that chunk's points where they are, without the
+// btree walk and the rewrite of the whole region that add makes (moving a
+// plan earlier changes two short stretches of the node count, and that
+// walk and rewrite were most of what a move cost). It reports false,
+// changing nothing, in any other case.
+//
+// Only the points at s and e can become redundant: the points between
+// all change by delta, and so keep differing from one another.
+func (c *counter) addInPlace(s, e Time, delta int64) bool {
+	d := c.directory()
+	k := d.chunkIndex(s - 1)
+	if k < 0 || d.boxes[k].own != c.own || k+1 < len(d.starts) && e >= d.starts[k+1] {
+		return false
+	}
+	b := d.boxes[k]
+	pts := b.pts
+	i0 := floorIndex(pts, s-1) + 1 // the first point at or after s; >= 1
+	i1 := i0 + sort.Search(len(pts)-i0, func(x int) bool { return pts[i0+x].t >= e })
+	vS := pts[i0-1].used // the value at s, as it was
+	if i0 < len(pts) && pts[i0].t == s {
+		vS = pts[i0].used
+	}
+	j := i1 // pts[i0:j] are replaced
+	vE := pts[i1-1].used
+	if i1 < len(pts) && pts[i1].t == e {
+		vE, j = pts[i1].used, i1+1
+	}
+	mid := c.buf[:0]
+	last := pts[i0-1].used
+	emit := func(t Time, v int64) {
+		if v != last {
+			mid = append(mid, point{t, v})
+			last = v
+		}
+	}
+	emit(s, vS+delta)
+	for _, p := range pts[i0:i1] {
+		if p.t > s {
+			emit(p.t, p.used+delta)
+		}
+	}
+	emit(e, vE)
+	c.buf = mid[:0]
+	n := len(pts) - (j - i0) + len(mid)
+	if n > maxChunk {
+		return false
+	}
+	if cap(pts) < n {
+		grown := make([]point, n, min(maxChunk, n+n/4+2))
+		copy(grown, pts[:i0])
+		copy(grown[i0+len(mid):], pts[j:])
+		pts = grown
+	} else {
+		tail := len(pts) - j
+		pts = pts[:n]
+		copy(pts[i0+len(mid):], pts[j:j+tail]) // copy handles the overlap
+	}
+	copy(pts[i0:], mid)
+	b.pts = pts
+	return true
 }
 
 // rewrite replaces chunk ch, in the tree, by the points pts (possibly none).

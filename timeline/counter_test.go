@@ -1,6 +1,7 @@
 package timeline
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -203,4 +204,70 @@ func TestCounterRoom(t *testing.T) {
 		}
 	}
 	t.Logf("%d queries, %d with room", checked, found)
+}
+
+// TestCounterAddInPlace checks add, which changes a chunk in place when it
+// can (see addInPlace), against addRegion, which rebuilds the region, after
+// every change: cases for each boundary (a point at s or e or neither, the
+// values either side coalescing), then random adds and removals, long and
+// short, across chunks and over clones.
+func TestCounterAddInPlace(t *testing.T) {
+	type op struct {
+		s, e Time
+		v    int64
+	}
+	cases := []struct {
+		name string
+		ops  []op
+	}{
+		{"a first use", []op{{10, 20, 1}}},
+		{"on a point at s", []op{{10, 20, 1}, {10, 15, 1}}},
+		{"on a point at e", []op{{10, 20, 1}, {5, 20, 1}}},
+		{"between points", []op{{10, 20, 1}, {12, 18, 2}}},
+		{"coalescing at s", []op{{10, 20, 1}, {20, 30, 1}}},
+		{"coalescing at e", []op{{10, 20, 1}, {5, 10, 1}}},
+		{"coalescing at both", []op{{10, 20, 1}, {30, 40, 1}, {20, 30, 1}}},
+		{"taken back", []op{{10, 20, 1}, {12, 18, 2}, {12, 18, -2}, {10, 20, -1}}},
+		{"from the origin", []op{{0, 5, 1}, {0, 3, 1}}},
+	}
+	r := rand.New(rand.NewPCG(5, 8))
+	for i := range 20 {
+		var ops []op
+		var live []op
+		for range 600 {
+			if len(live) > 0 && r.IntN(3) == 0 {
+				k := r.IntN(len(live))
+				u := live[k]
+				live = slices.Delete(live, k, k+1)
+				ops = append(ops, op{u.s, u.e, -u.v})
+				continue
+			}
+			s := Time(r.IntN(4000))
+			e := s + 1 + Time(r.IntN([]int{3, 40, 2000}[r.IntN(3)]))
+			u := op{s, e, int64(1 + r.IntN(3))}
+			live, ops = append(live, u), append(ops, u)
+		}
+		cases = append(cases, struct {
+			name string
+			ops  []op
+		}{fmt.Sprintf("random %d", i), ops})
+	}
+	for _, tc := range cases {
+		fast := newCounter(1<<40, 0, btree.NewFreeListG[chunk](4))
+		slow := newCounter(1<<40, 0, btree.NewFreeListG[chunk](4))
+		for k, o := range tc.ops {
+			if k == len(tc.ops)/2 {
+				// A clone: its chunks are shared, and change only by copy.
+				cl := fast.clone()
+				cl.add(0, 10, 1)
+				fast = cl
+				slow.addRegion(0, 10, 1)
+			}
+			fast.add(o.s, o.e, o.v)
+			slow.addRegion(o.s, o.e, o.v)
+			if got, want := fast.points(), slow.points(); !slices.Equal(got, want) {
+				t.Fatalf("%s: after add(%d, %d, %d), op %d: points %v, want %v", tc.name, o.s, o.e, o.v, k, got, want)
+			}
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package timeline
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -262,13 +263,19 @@ func TestSortHelpers(t *testing.T) {
 					ranges[i] = timeRange{lo, lo + 1 + Time(rng.IntN(9))}
 					segs[i] = gapSeg{start: lo, end: lo + 1, lo: int32(i), hi: int32(i + 1), id: SpanID(i)}
 				}
-				sortRanges(ranges)
+				var tl Timeline
+				in := slices.Clone(ranges)
+				ranges = tl.sortRanges(ranges)
 				for i := 1; i < n; i++ {
 					if ranges[i-1].lo > ranges[i].lo {
 						t.Fatalf("sortRanges: %v before %v at %d", ranges[i-1], ranges[i], i)
 					}
 				}
-				var tl Timeline
+				byBoth := func(a, b timeRange) int { return cmp.Or(cmp.Compare(a.lo, b.lo), cmp.Compare(a.hi, b.hi)) }
+				slices.SortFunc(in, byBoth)
+				if got := slices.SortedFunc(slices.Values(ranges), byBoth); !slices.Equal(got, in) {
+					t.Fatalf("sortRanges: not the ranges given: %v, want %v", got, in)
+				}
 				got := tl.sortGapSegs(segs)
 				seen := make([]bool, n)
 				for i, sg := range got {

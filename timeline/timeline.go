@@ -212,6 +212,8 @@ type Timeline struct {
 	obits   nodeBits // Overlapping's bitmap of the nodes asked about
 	several []*span  // Overlapping's spans of several runs, tested after the scan
 	ranges  []timeRange
+	// rangeTmp is sortRanges's other buffer: it and ranges trade places.
+	rangeTmp []timeRange
 	// skip is a span that queries count as gone, and skipUse its use per
 	// count dimension (see MoveEarlier); nil outside MoveEarlier.
 	// noFits are facts about where there is no room (see noFit).
