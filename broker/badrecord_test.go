@@ -100,6 +100,12 @@ func TestBadRecordRefusesStart(t *testing.T) {
 			t.Fatal("no revocation recorded")
 			return ""
 		}},
+		{broker.UsersBucket, false, func(t *testing.T, b *broker.Broker, _ *broker.Runtime) string {
+			if _, err := b.AddUser(context.Background(), api.UserAddRequest{Name: "carol"}); err != nil {
+				t.Fatal(err)
+			}
+			return "carol"
+		}},
 		{broker.ArraysBucket, false, func(t *testing.T, b *broker.Broker, _ *broker.Runtime) string {
 			var j api.Job
 			if err := userClient(t, b, "alice").Call(context.Background(), api.OpSubmit, api.SubmitRequest{Nodes: 1, Walltime: 60, Hold: true, Command: []string{"true"}, Cwd: "/",

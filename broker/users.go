@@ -226,8 +226,9 @@ func (r *Runtime) restoreUsers(ctx context.Context) error {
 	if err := r.loadAll(ctx, UsersBucket, func(key string, data []byte) error {
 		u, err := store.DecodeUser(key, data)
 		if err != nil {
-			r.b.log.Warn("bad user record", "user", key, "err", err)
-			return nil
+			// As any bad record: a user skipped here would be locked
+			// out (or, deleted, let back in) without a word.
+			return err
 		}
 		if !u.Deleted {
 			users[key] = u

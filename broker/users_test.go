@@ -31,7 +31,7 @@ func TestUserRecord(t *testing.T) {
 		{key: "frank", data: `{"v":2,"name":"frank","unix":"fw42"}`, want: api.User{Name: "frank", Role: "user", Unix: "fw42"}},
 		{key: "dave", data: `{"v":3,"name":"dave"}`, err: "newer version of Strata"},
 		{key: "dave", data: `{"v":1,"name":"eve"}`, err: `holds user "eve", not "dave"`},
-		{key: "dave", data: `{"name":`, err: "strata user add dave --force"},
+		{key: "dave", data: `{"name":`, err: "delete the key to drop the user and add it again with 'strata user add dave'"},
 	} {
 		u, err := store.DecodeUser(tc.key, []byte(tc.data))
 		if tc.err != "" {

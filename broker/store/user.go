@@ -72,9 +72,9 @@ func DecodeUser(key string, data []byte) (User, error) {
 	err := json.Unmarshal(data, &u)
 	switch {
 	case err != nil:
-		err = fmt.Errorf("not a valid record (%v): restore the state directory from a backup, or add the user again with 'strata user add %s --force'", err, key)
+		err = fmt.Errorf("not a valid record (%v): the record is corrupt; restore the state directory from a backup, or delete the key to drop the user and add it again with 'strata user add %s' once the broker runs", err, key)
 	case u.Name != key:
-		err = fmt.Errorf("holds user %q, not %q", u.Name, key)
+		err = fmt.Errorf("holds user %q, not %q: the record is corrupt; restore the state directory from a backup, or delete the key to drop the user and add it again with 'strata user add %s' once the broker runs", u.Name, key, key)
 	default:
 		err = checkVersion(u.V)
 	}
