@@ -29,12 +29,8 @@ func (b *Broker) explainStoreError(err error) error {
 		return err
 	}
 	dir := filepath.Join(b.opts.StateDir, "nats")
-	var st syscall.Statfs_t
-	if syscall.Statfs(dir, &st) != nil {
-		return err
-	}
-	free := st.Bavail * uint64(st.Bsize)
-	if free >= lowDiskBytes {
+	free, ferr := diskFree(dir)
+	if ferr != nil || free >= lowDiskBytes {
 		return err
 	}
 	return fmt.Errorf("the disk holding %s is full (%d KiB free): free space on it; the broker writes the held changes again once there is room, by itself (%v)", dir, free>>10, err)
@@ -51,11 +47,19 @@ func (b *Broker) diskHasSpace() bool {
 	if b.srv == nil {
 		return false
 	}
+	free, err := diskFree(filepath.Join(b.opts.StateDir, "nats"))
+	return err == nil && free >= lowDiskBytes
+}
+
+// diskFree returns the free space of dir's file system that an
+// unprivileged process may use (the file store's writes may come from
+// one), in bytes.
+func diskFree(dir string) (uint64, error) {
 	var st syscall.Statfs_t
-	if syscall.Statfs(filepath.Join(b.opts.StateDir, "nats"), &st) != nil {
-		return false
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, err
 	}
-	return st.Bavail*uint64(st.Bsize) >= lowDiskBytes
+	return st.Bavail * uint64(st.Bsize), nil
 }
 
 // reloadJetStream loads the Strata account's streams again from the
@@ -134,12 +138,10 @@ func newDiskReserve(dir string, min uint64, log *slog.Logger) *diskReserve {
 	return &diskReserve{dir: dir, min: min, log: log}
 }
 
-// measure reads the free space of the store's disk now (what an
-// unprivileged process may use: the file store's writes may come from
-// one), and logs when it crosses the reserve.
+// measure reads the free space of the store's disk now (diskFree), and
+// logs when it crosses the reserve.
 func (d *diskReserve) measure() {
-	var st syscall.Statfs_t
-	err := syscall.Statfs(d.dir, &st)
+	free, err := diskFree(d.dir)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.at = time.Now()
@@ -153,7 +155,7 @@ func (d *diskReserve) measure() {
 		return
 	}
 	d.failed = false
-	d.free = st.Bavail * uint64(st.Bsize)
+	d.free = free
 	low := d.free < d.min
 	switch {
 	case low && !d.low:
