@@ -355,6 +355,9 @@ func (r *Runtime) jobs(_ context.Context, q Request) (any, error) {
 	out := api.JobsReply{Jobs: make([]api.Job, len(jobs))}
 	for i, j := range jobs {
 		out.Jobs[i] = r.apiJob(j)
+		if jr.Brief {
+			out.Jobs[i] = out.Jobs[i].Brief()
+		}
 	}
 	n, enc, err := fitEncoded(out.Jobs)
 	if err != nil {

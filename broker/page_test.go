@@ -202,3 +202,37 @@ func TestResvPages(t *testing.T) {
 		t.Fatalf("resv-list without a request: %d, %v", len(rep.Resvs), err)
 	}
 }
+
+// TestJobsBrief checks that a brief list carries what the jobs table shows
+// and leaves out the rest (history, command, the wait as data), and that
+// it lists the same jobs as the full list.
+func TestJobsBrief(t *testing.T) {
+	b, _ := runtime(t, "")
+	alice := userClient(t, b, "alice")
+	ids := submitHeld(t, alice, 5, []string{"echo", "hi"})
+	ctx := context.Background()
+	var full, brief api.JobsReply
+	if err := alice.Call(ctx, api.OpJobs, api.JobsRequest{}, &full); err != nil {
+		t.Fatal(err)
+	}
+	if err := alice.Call(ctx, api.OpJobs, api.JobsRequest{Brief: true}, &brief); err != nil {
+		t.Fatal(err)
+	}
+	if len(full.Jobs) != len(ids) || len(brief.Jobs) != len(ids) {
+		t.Fatalf("listed %d full and %d brief jobs, want %d", len(full.Jobs), len(brief.Jobs), len(ids))
+	}
+	for i, f := range full.Jobs {
+		if len(f.Events) == 0 || len(f.Command) == 0 || f.Wait == nil || f.SubmitTime.IsZero() {
+			t.Fatalf("full job %d lacks its history, command, wait or submit time: %+v", f.ID, f)
+		}
+		want := f.Brief()
+		got := brief.Jobs[i]
+		if got.ID != want.ID || got.User != want.User || got.Name != want.Name || got.State != want.State ||
+			got.Reason != want.Reason || got.NNodes != want.NNodes || got.Reason == "" {
+			t.Errorf("brief job %d = %+v, want %+v", f.ID, got, want)
+		}
+		if len(got.Events) != 0 || len(got.Command) != 0 || got.Wait != nil || !got.SubmitTime.IsZero() || got.Cwd != "" {
+			t.Errorf("brief job %d carries more than the table shows: %+v", f.ID, got)
+		}
+	}
+}

@@ -130,8 +130,8 @@ func parseJobTarget(s string) (api.JobID, *int, error) {
 // jobRow is one line of the jobs table: a job, or the pending tasks of a
 // job array folded into one line.
 type jobRow struct {
-	label string // "12", "12_7", "12_[8-1000%50]"
-	job   api.Job
+	label string   // "12", "12_7", "12_[8-1000%50]"
+	job   *api.Job // into the page's slice: a job is 300 bytes
 }
 
 // jobRows makes the lines of the jobs table: each job on a line of its
@@ -142,7 +142,8 @@ func jobRows(jobs []api.Job, expand bool) []jobRow {
 	rows := make([]jobRow, 0, len(jobs))
 	folded := map[api.JobID]int{} // array → its pending row
 	var tasks [][]int             // per row, the pending tasks folded into it
-	for _, j := range jobs {
+	for i := range jobs {
+		j := &jobs[i]
 		if j.ArrayJob == 0 {
 			rows = append(rows, jobRow{label: j.ID.String(), job: j})
 			tasks = append(tasks, nil)

@@ -67,10 +67,12 @@ func runJobs(c *cli.Context) error {
 	if c.Bool("json") {
 		return list(c, api.OpJobs, &req, &req.Page,
 			func(rep *api.JobsReply) ([]api.Job, string) { return rep.Jobs, rep.Next },
-			jobsHeader, func(j api.Job) []string { return jobLine(jobRow{label: j.ID.String(), job: j}, now) })
+			jobsHeader, func(j api.Job) []string { return jobLine(jobRow{label: j.ID.String(), job: &j}, now) })
 	}
 	// A page at a time: the pending tasks of an array fold into a line
 	// per page (an array whose tasks span two pages gets a line in each).
+	// The table needs only the brief fields.
+	req.Brief = true
 	t := &pagedTable[jobRow]{w: c.App.Writer, header: jobsHeader, row: func(r jobRow) []string { return jobLine(r, now) }}
 	err = pages(c, api.OpJobs, &req, &req.Page, func(rep *api.JobsReply) (string, error) {
 		return rep.Next, t.page(jobRows(rep.Jobs, c.Bool("array")))
@@ -105,7 +107,7 @@ func printJobRows(w io.Writer, rows []jobRow, now time.Time) error {
 }
 
 // runTime is how long a job has run (or ran): 0s before it starts.
-func runTime(j api.Job, now time.Time) string {
+func runTime(j *api.Job, now time.Time) string {
 	if j.StartTime.IsZero() {
 		return "0s"
 	}
