@@ -387,8 +387,8 @@ func (r *UpdateRequest) Validate() error {
 // last job ID of the page before.
 //
 // Brief asks for the fields a table of jobs shows (see Job.Brief), not
-// every field: 'strata jobs' without --json, which reads a third of the
-// bytes and decodes them in a third of the time.
+// every field: 'strata jobs' without --json, which then neither carries
+// nor decodes each job's history, command and wait.
 type JobsRequest struct {
 	All   bool       `json:"all,omitempty"`
 	User  string     `json:"user,omitempty"`
