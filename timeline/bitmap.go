@@ -2,7 +2,6 @@ package timeline
 
 import (
 	"math/bits"
-	"slices"
 )
 
 // nodeBits is a scratch bitmap over a range of node indexes, used to merge
@@ -187,54 +186,99 @@ func (t *Timeline) holdPast(segs []seg, w []run, wn int, stop Time) (int, []seg)
 // free (limit is |w|-n): with m(x) the latest end of the segments holding
 // node x, the smallest e such that at least n nodes of w have m(x) <= e,
 // counting the nodes no segment holds. There must be such an e, before
-// stop. t.bits holds what holdPast painted.
+// stop. t.bits holds what holdPast painted; releaseRest reorders segs and
+// uses t.held, which nodeFit no longer needs, as scratch.
 //
-// It paints segs into the bitmap by descending end: the nodes a segment
-// paints first are those whose latest end it is. Once more than limit nodes
-// are painted, the end being painted is the answer.
+// Painted by descending end, the segments paint first the nodes whose
+// latest end they are: the answer is the largest end e such that the
+// segments ending at or after e paint more than limit nodes. It finds e
+// as quickselect finds an order statistic: it paints the segments ending
+// after a pivot end and, if that is already more than limit, takes the
+// paint back and looks among them; else it paints those ending at the
+// pivot (the answer, if now more than limit) and looks among those ending
+// before it. That paints each segment about twice, where sorting them all
+// by end, which only the first few painted may need, cost more than half
+// of releaseRest (CTC repeated to 200,000 jobs under conservative).
 func (t *Timeline) releaseRest(segs []seg, painted, limit int) Time {
 	b := &t.bits
-	// Order the segments by end through integer keys: end offset above the
-	// smallest end in the high 40 bits, index in the low 24.
-	minEnd, maxEnd := segs[0].end, segs[0].end
-	for _, s := range segs {
-		minEnd, maxEnd = min(minEnd, s.end), max(maxEnd, s.end)
+	for len(segs) > releaseSort {
+		p := pivotEnd(segs)
+		gt, eq := partitionEnds(segs, p)
+		t.held = append(t.held[:0], b.words...)
+		n := painted
+		for _, s := range segs[:gt] {
+			n += b.set(s.lo, s.hi)
+		}
+		if n > limit {
+			copy(b.words, t.held) // the answer is among them
+			segs = segs[:gt]
+			continue
+		}
+		for _, s := range segs[gt:eq] {
+			n += b.set(s.lo, s.hi)
+		}
+		if n > limit {
+			return p
+		}
+		painted, segs = n, segs[eq:]
 	}
-	order := t.order[:0]
-	if maxEnd-minEnd < 1<<40 && len(segs) < 1<<24 {
-		keys := t.keys[:0]
-		for i, s := range segs {
-			keys = append(keys, uint64(s.end-minEnd)<<24|uint64(i))
+	// A few left: by descending end (insertion sort), painted in turn.
+	for i := 1; i < len(segs); i++ {
+		s := segs[i]
+		j := i
+		for ; j > 0 && segs[j-1].end < s.end; j-- {
+			segs[j] = segs[j-1]
 		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			order = append(order, int32(k&(1<<24-1)))
-		}
-		t.keys = keys
-	} else {
-		for i := range segs {
-			order = append(order, int32(i))
-		}
-		slices.SortFunc(order, func(a, b int32) int {
-			switch {
-			case segs[a].end < segs[b].end:
-				return -1
-			case segs[a].end > segs[b].end:
-				return 1
-			}
-			return 0
-		})
+		segs[j] = s
 	}
-	t.order = order
-	for i := len(order) - 1; i >= 0; {
-		e := segs[order[i]].end
-		for ; i >= 0 && segs[order[i]].end == e; i-- {
-			s := segs[order[i]]
-			painted += b.set(s.lo, s.hi)
+	for i := 0; i < len(segs); {
+		e := segs[i].end
+		for ; i < len(segs) && segs[i].end == e; i++ {
+			painted += b.set(segs[i].lo, segs[i].hi)
 		}
 		if painted > limit {
 			return e
 		}
 	}
 	panic("timeline: releaseRest: fewer held nodes than needed")
+}
+
+// releaseSort is the number of segments at or below which releaseRest
+// sorts them rather than select among them.
+const releaseSort = 12
+
+// pivotEnd returns the median of the ends of the first, middle and last
+// of segs (non-empty).
+func pivotEnd(segs []seg) Time {
+	a, b, c := segs[0].end, segs[len(segs)/2].end, segs[len(segs)-1].end
+	if a > b {
+		a, b = b, a
+	}
+	if b > c {
+		b = c
+	}
+	return max(a, b)
+}
+
+// partitionEnds reorders segs so that those ending after p come first,
+// then those ending at p, then those ending before it, and returns where
+// the second and third groups begin.
+func partitionEnds(segs []seg, p Time) (gt, eq int) {
+	// Dutch national flag: [0, gt) after p, [gt, i) at p, [i, lt) unread,
+	// [lt, len) before p.
+	i, lt := 0, len(segs)
+	for i < lt {
+		switch e := segs[i].end; {
+		case e > p:
+			segs[gt], segs[i] = segs[i], segs[gt]
+			gt++
+			i++
+		case e == p:
+			i++
+		default:
+			lt--
+			segs[i], segs[lt] = segs[lt], segs[i]
+		}
+	}
+	return gt, lt
 }

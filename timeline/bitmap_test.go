@@ -80,9 +80,20 @@ func refNodeFit(w []run, segs []seg, n int, stop Time) (NodeSet, bool, Time) {
 	return NodeSet{}, false, min(e, stop)
 }
 
+// stairs returns n one-node segments on nodes 0..n-1, node x held until
+// 1+x/tie: later ends on higher nodes, tie segments to an end.
+func stairs(n, tie int) []seg {
+	var segs []seg
+	for x := range int32(n) {
+		segs = append(segs, seg{x, x + 1, Time(1 + int(x)/tie)})
+	}
+	return segs
+}
+
 // TestNodeFitStop checks nodeFit with a stop, whose segments ending at or
 // after it are painted first, against refNodeFit: cases for each way out
-// (too many held to stop, a fit, a release before stop), then random ones.
+// (too many held to stop, a fit, a release before stop, found by sorting
+// a few segments or selecting among many), then random ones.
 func TestNodeFitStop(t *testing.T) {
 	type tc struct {
 		name string
@@ -99,6 +110,8 @@ func TestNodeFitStop(t *testing.T) {
 		{"runs of w with a hole", []run{{0, 4}, {60, 70}}, []seg{{0, 2, 50}, {60, 69, 30}, {2, 4, 15}}, 3, 40},
 		{"a segment across the hole", []run{{0, 4}, {60, 70}}, []seg{{2, 65, 45}, {65, 70, 10}}, 4, 40},
 		{"words apart", []run{{10, 200}}, []seg{{10, 100, 90}, {100, 150, 25}, {150, 199, 60}}, 60, 70},
+		{"selected among many", []run{{0, 40}}, stairs(40, 1), 12, 100},
+		{"selected among many with ties", []run{{0, 40}}, stairs(40, 4), 12, 100},
 	}
 	r := rand.New(rand.NewPCG(7, 11))
 	for i := range 3000 {
@@ -110,11 +123,18 @@ func TestNodeFitStop(t *testing.T) {
 			w, at = append(w, run{lo, hi}), hi+1
 		}
 		lo, hi := w[0].lo, w[len(w)-1].hi
+		// Up to 60 segments, so that releaseRest selects among them
+		// (above releaseSort) as well as sorts them; ends from a narrow
+		// range half the time, so that many tie.
 		var segs []seg
-		for range r.IntN(12) {
+		ends := 100
+		if r.IntN(2) == 0 {
+			ends = 1 + r.IntN(8)
+		}
+		for range r.IntN(60) {
 			a := lo + int32(r.IntN(int(hi-lo)))
 			b := a + 1 + int32(r.IntN(int(hi-a)))
-			segs = append(segs, seg{a, b, Time(1 + r.IntN(100))})
+			segs = append(segs, seg{a, b, Time(1 + r.IntN(ends))})
 		}
 		wn := NodeSet{runs: w}.Len()
 		cases = append(cases, tc{fmt.Sprintf("random %d", i), w, segs, 1 + r.IntN(wn), Time(1 + r.IntN(100))})

@@ -204,7 +204,6 @@ type Timeline struct {
 	bits    nodeBits
 	held    []uint64 // nodeFit's copy of bits
 	keys    []uint64
-	order   []int32
 	runs    []run
 	rest    []seg
 	found   []idSpan
