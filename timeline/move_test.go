@@ -235,6 +235,21 @@ func movePasses(t *testing.T, seed uint64, maxNodes, steps, maxDur, plans int, a
 			ask[id] = true
 		}
 		clear(later)
+		checkGates(t, fast)
+	}
+}
+
+// checkGates checks that every memo's gate is the one gateOf makes of it.
+func checkGates(t *testing.T, tl *Timeline) {
+	t.Helper()
+	l := &tl.frees
+	if len(l.gates) != len(l.list) {
+		t.Fatalf("%d gates for %d memos", len(l.gates), len(l.list))
+	}
+	for i := range l.list {
+		if g, want := l.gates[i], gateOf(&l.list[i]); g != want {
+			t.Fatalf("memo %d (span %d): gate %+v, want %+v", i, l.list[i].s.id, g, want)
+		}
 	}
 }
 
