@@ -23,7 +23,8 @@ import (
 // asks it again and again of the same spans, as conservative backfilling
 // does whenever resources are freed: the timeline remembers, for a span
 // that uses no pool, that it could not move earlier, and records what was
-// freed since (every Remove and Truncate, and every move). Such a span can
+// freed since (every Remove and Truncate, and of every move the area the
+// span left and did not take again, see movedFrom). Such a span can
 // only move to a start whose window overlaps, in time, something freed
 // since on a node req may use; MoveEarlier searches only those starts, and
 // none at all when nothing relevant was freed. It narrows them further:
@@ -105,7 +106,7 @@ func (t *Timeline) MoveEarlier(id SpanID, req Request, notBefore Time) (Span, bo
 	}
 	ns := &span{id: s.id, tag: s.tag, start: c, end: c + Time(d), nodes: nodes.compact(), pools: s.pools}
 	t.shift(s, ns) // from here on, no fit memo (holding t.amt) can match
-	t.freed(s.nodes, s.start, s.end)
+	t.movedFrom(s, ns)
 	t.remember(ns, key, notBefore)
 	return ns.export(), true
 }
@@ -276,6 +277,22 @@ func (t *Timeline) trim() {
 	l.recs = slices.Delete(l.recs, 0, n)
 	l.base = oldest
 	l.limit = 2*len(l.recs) + len(l.list)
+}
+
+// movedFrom logs what moving s to ns, earlier for as long, freed: the
+// area of s less that of ns. Where the two windows overlap in time, from
+// s.start to ns.end, the nodes of both stay held: a move on the same
+// nodes (half the moves of a conservative replay of CTC repeated to
+// 200,000 jobs, most of them overlapping) frees only [ns.end, s.end), a
+// tenth of the old window on average. Logging no more than was freed is
+// all the reasoning of moveRanges needs (what was busy and is free now
+// was logged), and a smaller area meets fewer memos in settle.
+func (t *Timeline) movedFrom(s, ns *span) {
+	if ns.end > s.start && ns.nodes.Equal(s.nodes) {
+		t.freed(s.nodes, ns.end, s.end)
+		return
+	}
+	t.freed(s.nodes, s.start, s.end)
 }
 
 // remember records that s, placed by a search from nb with key, cannot
@@ -485,10 +502,12 @@ type timeRange struct{ lo, hi Time }
 //
 // Why it is exact: the memo says no start in [memo.nb, s.start) fitted in
 // the timeline T0 of its mark (without s). Since, resources were only taken
-// or freed, and every rectangle freed was logged. If s fits now at c, its
-// window W = [c, c+d) holds enough nodes of w free now (without s), and
-// fewer were free in T0; so some node x of w free throughout W now was busy
-// at some instant of W in T0: a logged rectangle holds x and overlaps W.
+// or freed, and every node-instant freed was logged, in a rectangle (a
+// move's node-instants that its new place takes again were not freed).
+// If s fits now at c, its window W = [c, c+d) holds enough nodes of w
+// free now (without s), and fewer were free in T0; so some node x of w
+// free throughout W now was busy at some instant of W in T0: a logged
+// rectangle holds x and overlaps W.
 // So c is in [r.start-d+1, r.end) for a logged rectangle r meeting w, and
 // the earliest fit now is the earliest fit within those ranges.
 //

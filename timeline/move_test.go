@@ -405,3 +405,67 @@ func TestKeepGaps(t *testing.T) {
 		}
 	}
 }
+
+// TestMoveLogsWhatItFreed checks what a move logs (see movedFrom): on the
+// same nodes, overlapping its old window, only the tail its new window
+// leaves; elsewhere, or earlier than its old start, its old area whole.
+// A plan after it then starts at the moved plan's new end, as the log
+// says it may.
+func TestMoveLogsWhatItFreed(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		blockEnd   Time // a 2-node span [0, blockEnd) on nodes 0-1
+		cut        Time // ends at cut (0: is removed)
+		planStart  Time // a 2-node plan of 10 s, asked first from 0
+		want       freedRect
+		laterStart Time // a 2-node plan of 10 s at planStart+10, after the move
+	}{
+		{"overlapping", 10, 5, 10, freedRect{nodes: Range(0, 2), start: 15, end: 20}, 15},
+		{"adjacent", 10, 0, 10, freedRect{nodes: Range(0, 2), start: 10, end: 20}, 10},
+		{"apart", 40, 5, 40, freedRect{nodes: Range(0, 2), start: 40, end: 50}, 15},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tl, err := New(Config{Nodes: []string{"n0", "n1", "n2", "n3"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Nodes 2-3 are busy throughout: every plan takes nodes 0-1.
+			for _, sp := range []Span{
+				{ID: 1, Start: 0, End: tc.blockEnd, Nodes: Range(0, 2)},
+				{ID: 2, Start: 0, End: 1000, Nodes: Range(2, 4)},
+				{ID: 3, Start: tc.planStart, End: tc.planStart + 10, Nodes: Range(0, 2)},
+				{ID: 4, Start: tc.planStart + 10, End: tc.planStart + 20, Nodes: Range(0, 2)},
+			} {
+				if err := tl.Add(sp); err != nil {
+					t.Fatal(err)
+				}
+			}
+			req := Request{Nodes: 2}
+			for _, id := range []SpanID{3, 4} {
+				if s, moved := tl.MoveEarlier(id, req, 0); moved && id == 3 {
+					t.Fatalf("plan 3 moved to %d before anything was freed", s.Start)
+				}
+			}
+			if tc.cut == 0 {
+				err = tl.Remove(1)
+			} else {
+				err = tl.Truncate(1, tc.cut)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s, moved := tl.MoveEarlier(3, req, 0); !moved || s.Start != tc.cut {
+				t.Fatalf("plan 3: start %d moved %v, want %d", s.Start, moved, tc.cut)
+			}
+			recs := tl.frees.recs
+			if got := recs[len(recs)-1]; !got.nodes.Equal(tc.want.nodes) || got.start != tc.want.start || got.end != tc.want.end {
+				t.Fatalf("the move logged %v over [%d, %d), want %v over [%d, %d)", got.nodes, got.start, got.end, tc.want.nodes, tc.want.start, tc.want.end)
+			}
+			if s, _ := tl.MoveEarlier(4, req, 0); s.Start != tc.laterStart {
+				t.Fatalf("plan 4: start %d, want %d", s.Start, tc.laterStart)
+			}
+		})
+	}
+}
