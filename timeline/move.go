@@ -215,6 +215,15 @@ type memoGate struct {
 	end  Time  // m.end
 }
 
+// passes returns 1 when a record at pos, freed over [start, end), is a
+// candidate for g's memo, else 0. The three tests hold when the three
+// differences are negative, so when their bitwise and is; times and
+// positions are below 2^62, so no difference overflows.
+func (g *memoGate) passes(pos uint64, start, end Time) int {
+	v := int64(g.nb-end) & int64(start+1-g.end) & ^(int64(pos) - g.mark)
+	return int(uint64(v) >> 63)
+}
+
 // never is a memoGate mark that no position reaches.
 const never = int64(MaxTime)
 
@@ -344,17 +353,11 @@ func (t *Timeline) settle() {
 	for ; l.processed < l.end(); l.processed++ {
 		pos := l.processed
 		r := &l.recs[pos-l.base]
-		// The candidates by their gates (see memoGate): the three tests
-		// hold when the three differences are negative, so when their
-		// bitwise and is. Times and positions are below 2^62: no
-		// difference overflows.
+		// The candidates by their gates, without branches.
 		cand, k := l.cand, 0
-		ip, rs := int64(pos), r.start+1
 		for i := range l.gates {
-			g := &l.gates[i]
-			v := int64(g.nb-r.end) & int64(rs-g.end) & ^(ip - g.mark)
 			cand[k] = int32(i)
-			k += int(uint64(v) >> 63)
+			k += l.gates[i].passes(pos, r.start, r.end)
 		}
 		if k == 0 {
 			continue

@@ -469,3 +469,37 @@ func TestMoveLogsWhatItFreed(t *testing.T) {
 		})
 	}
 }
+
+// TestMemoGate checks memoGate.passes against the test settle made before
+// it had gates, on every combination of values about each boundary.
+func TestMemoGate(t *testing.T) {
+	t.Parallel()
+	ref := func(m *moveMemo, pos uint64, start, end Time) bool {
+		d := m.end - m.start
+		return !m.dirty && pos >= m.mark && max(m.nb, start-d+1) < min(m.start, end)
+	}
+	vals := []Time{0, 1, 9, 10, 11, 19, 20, 21, 29, 30, 31, MaxTime - 1, MaxTime}
+	for _, dirty := range []bool{false, true} {
+		for _, mark := range []uint64{0, 5, 6} {
+			for _, nb := range vals {
+				for _, ms := range []Time{10, 20} {
+					m := moveMemo{dirty: dirty, mark: mark, nb: nb, start: ms, end: ms + 10}
+					g := gateOf(&m)
+					for _, pos := range []uint64{4, 5, 6, 7} {
+						for _, rs := range vals {
+							for _, re := range vals {
+								if rs >= re {
+									continue
+								}
+								want := ref(&m, pos, rs, re)
+								if got := g.passes(pos, rs, re) == 1; got != want {
+									t.Fatalf("memo %+v, record %d over [%d, %d): passes %v, want %v", m, pos, rs, re, got, want)
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
