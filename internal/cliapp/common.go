@@ -47,8 +47,9 @@ func userCommands() []*cli.Command {
 		natsCommand(),
 		agentCommand(),
 	}
+	conn := connFlags()
 	for _, c := range cmds {
-		prepare(c)
+		prepareWith(c, conn)
 	}
 	return cmds
 }
@@ -96,10 +97,17 @@ func jsonFlag() cli.Flag {
 
 // prepare gives a command and its subcommands the connection flags, usage
 // errors with exit code 2, and an action that never lets a panic through.
-func prepare(c *cli.Command) {
+func prepare(c *cli.Command) { prepareWith(c, connFlags()) }
+
+// prepareWith is prepare with the connection flags given: the same three
+// flags serve every command of a tree, of which a process parses one
+// (urfave/cli keeps a parse's values in its flag.FlagSet, not in the
+// flags), where making them for each of the 60 commands was a fifth of
+// building the command line (BenchmarkNewApp).
+func prepareWith(c *cli.Command, conn []cli.Flag) {
 	c.OnUsageError = onUsageError
 	if c.Action != nil {
-		for _, f := range connFlags() {
+		for _, f := range conn {
 			// A command's own flag of the same name wins ('qpu result
 			// --timeout' bounds the wait); the global one still applies.
 			if !slices.ContainsFunc(c.Flags, func(g cli.Flag) bool { return hasName(g, f.(*cli.StringFlag).Name) }) {
@@ -109,7 +117,7 @@ func prepare(c *cli.Command) {
 		c.Action = guard(c.Action)
 	}
 	for _, s := range c.Subcommands {
-		prepare(s)
+		prepareWith(s, conn)
 	}
 }
 
