@@ -351,14 +351,7 @@ func TestStaleCountsOwnNodesFree(t *testing.T) {
 				t.Fatalf("moved to %d before anything was freed", s.Start)
 			}
 			tl.Stale(func(SpanID) {})
-			if tc.cut == 0 {
-				err = tl.Remove(1)
-			} else {
-				err = tl.Truncate(1, tc.cut)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+			cutSpan(t, tl, 1, tc.cut)
 			var reported []SpanID
 			tl.Stale(func(id SpanID) { reported = append(reported, id) })
 			if !slices.Equal(reported, []SpanID{2}) {
@@ -448,14 +441,7 @@ func TestMoveLogsWhatItFreed(t *testing.T) {
 					t.Fatalf("plan 3 moved to %d before anything was freed", s.Start)
 				}
 			}
-			if tc.cut == 0 {
-				err = tl.Remove(1)
-			} else {
-				err = tl.Truncate(1, tc.cut)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+			cutSpan(t, tl, 1, tc.cut)
 			if s, moved := tl.MoveEarlier(3, req, 0); !moved || s.Start != tc.cut {
 				t.Fatalf("plan 3: start %d moved %v, want %d", s.Start, moved, tc.cut)
 			}
@@ -501,5 +487,19 @@ func TestMemoGate(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// cutSpan ends span id at cut, or removes it when cut is 0.
+func cutSpan(t *testing.T, tl *Timeline, id SpanID, cut Time) {
+	t.Helper()
+	var err error
+	if cut == 0 {
+		err = tl.Remove(id)
+	} else {
+		err = tl.Truncate(id, cut)
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 }
