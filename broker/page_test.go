@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -227,8 +228,7 @@ func TestJobsBrief(t *testing.T) {
 		}
 		want := f.Brief()
 		got := brief.Jobs[i]
-		if got.ID != want.ID || got.User != want.User || got.Name != want.Name || got.State != want.State ||
-			got.Reason != want.Reason || got.NNodes != want.NNodes || got.Reason == "" {
+		if !reflect.DeepEqual(got, want) || got.Reason == "" || got.NNodes == 0 {
 			t.Errorf("brief job %d = %+v, want %+v", f.ID, got, want)
 		}
 		if len(got.Events) != 0 || len(got.Command) != 0 || got.Wait != nil || !got.SubmitTime.IsZero() || got.Cwd != "" {
