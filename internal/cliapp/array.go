@@ -131,19 +131,18 @@ func parseJobTarget(s string) (api.JobID, *int, error) {
 // job array folded into one line.
 type jobRow struct {
 	label string   // "12", "12_7", "12_[8-1000%50]"
-	job   *api.Job // into the page's slice: a job is 300 bytes
+	job   *api.Job // a job of the page: not copied, a job is 456 bytes
 }
 
 // jobRows makes the lines of the jobs table: each job on a line of its
 // own, labelled ARRAY_TASK when an array task, except that, unless
 // expand, the pending tasks of an array share one line
 // (ARRAY_[TASKS%LIMIT]) where the first of them stands.
-func jobRows(jobs []api.Job, expand bool) []jobRow {
+func jobRows(jobs []*api.Job, expand bool) []jobRow {
 	rows := make([]jobRow, 0, len(jobs))
 	folded := map[api.JobID]int{} // array → its pending row
 	var tasks [][]int             // per row, the pending tasks folded into it
-	for i := range jobs {
-		j := &jobs[i]
+	for _, j := range jobs {
 		if j.ArrayJob == 0 {
 			rows = append(rows, jobRow{label: j.ID.String(), job: j})
 			tasks = append(tasks, nil)

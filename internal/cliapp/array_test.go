@@ -86,14 +86,14 @@ func TestJobRows(t *testing.T) {
 		}
 		return out
 	}
-	if got, want := label(jobRows(jobs, false)), []string{"11", "12_1", "12_3", "12_[5-6,9%2]", "17"}; !slices.Equal(got, want) {
+	if got, want := label(jobRows(jobPtrs(jobs), false)), []string{"11", "12_1", "12_3", "12_[5-6,9%2]", "17"}; !slices.Equal(got, want) {
 		t.Errorf("folded: %q, want %q", got, want)
 	}
-	if got, want := label(jobRows(jobs, true)), []string{"11", "12_1", "12_3", "12_5", "12_6", "12_9", "17"}; !slices.Equal(got, want) {
+	if got, want := label(jobRows(jobPtrs(jobs), true)), []string{"11", "12_1", "12_3", "12_5", "12_6", "12_9", "17"}; !slices.Equal(got, want) {
 		t.Errorf("expanded: %q, want %q", got, want)
 	}
 	var b bytes.Buffer
-	printJobRows(&b, jobRows(jobs, false), time.Unix(0, 0))
+	printJobRows(&b, jobRows(jobPtrs(jobs), false), time.Unix(0, 0))
 	if !strings.Contains(b.String(), "12_[5-6,9%2]  alice") {
 		t.Errorf("table:\n%s", b.String())
 	}

@@ -89,23 +89,47 @@ func (t *pagedTable[T]) page(items []T) error {
 	for _, it := range items {
 		rows = append(rows, t.row(it))
 	}
+	// The page's size, so that its text is one allocation: a builder
+	// left to grow by doubling allocated four times the text of a
+	// 300-job 'strata jobs' (30 KB), and a process pays for fresh memory
+	// in page faults.
 	for _, r := range rows {
 		for i := range len(r) - 1 {
 			t.widths[i] = max(t.widths[i], utf8.RuneCountInString(r[i]))
 		}
 	}
+	size := 0
+	for _, r := range rows {
+		for i, c := range r {
+			size += len(c)
+			if i < len(r)-1 {
+				size += t.widths[i] - utf8.RuneCountInString(c) + 2
+			}
+		}
+		size++
+	}
 	t.sb.Reset()
+	t.sb.Grow(size)
 	for _, r := range rows {
 		for i, c := range r {
 			t.sb.WriteString(c)
 			if i < len(r)-1 {
-				t.sb.WriteString(strings.Repeat(" ", t.widths[i]-utf8.RuneCountInString(c)+2))
+				pad(&t.sb, t.widths[i]-utf8.RuneCountInString(c)+2)
 			}
 		}
 		t.sb.WriteByte('\n')
 	}
 	_, err := io.WriteString(t.w, t.sb.String())
 	return err
+}
+
+// pad writes n blanks to sb.
+func pad(sb *strings.Builder, n int) {
+	const blanks = "                                                                "
+	for ; n > len(blanks); n -= len(blanks) {
+		sb.WriteString(blanks)
+	}
+	sb.WriteString(blanks[:n])
 }
 
 func (t *pagedTable[T]) close() error {

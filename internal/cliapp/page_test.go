@@ -113,3 +113,13 @@ func TestJSONArrayIsPrintJSON(t *testing.T) {
 		}
 	}
 }
+
+func TestPad(t *testing.T) {
+	for _, n := range []int{0, 1, 63, 64, 65, 128, 200} {
+		var sb strings.Builder
+		pad(&sb, n)
+		if got := sb.String(); got != strings.Repeat(" ", n) {
+			t.Errorf("pad(%d) wrote %d bytes %q", n, len(got), got)
+		}
+	}
+}
