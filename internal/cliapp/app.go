@@ -67,7 +67,7 @@ func newApp(server ...*cli.Command) *cli.App {
 		// Repeatable flags are repeated, never split at commas: hostlists
 		// (node[0-3,8]) and --resv specs contain commas.
 		DisableSliceFlagSeparator: true,
-		Flags:                     globalFlags(),
+		Flags:                     quickAll(globalFlags()),
 		OnUsageError:              onUsageError,
 		Action:                    appAction,
 		Commands: append(append([]*cli.Command{

@@ -2,6 +2,7 @@ package cliapp
 
 import (
 	"io"
+	"strings"
 	"testing"
 )
 
@@ -16,5 +17,29 @@ func BenchmarkNewApp(b *testing.B) {
 		if err := app.Run(permuteArgs(app, []string{"strata", "version"})); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkParse measures what a command does in its process before it
+// dials the broker: build the command tree, parse the command line, run
+// urfave/cli's flag actions, and read the flags into a request, up to the
+// refusal of a --uri it cannot read.
+func BenchmarkParse(b *testing.B) {
+	for _, tc := range []struct{ name, args string }{
+		{"submit", "submit --uri bad: --hold -t 1m -N 2 --name x -- sleep 1"},
+		{"resv_create", "resv create --uri bad: --name x --start +1h --duration 1h --nodes 1 --users alice"},
+		{"jobs", "jobs --uri bad: -a"},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			args := append([]string{"strata"}, splitArgs(tc.args)...)
+			for b.Loop() {
+				app := newApp()
+				app.Writer, app.ErrWriter = io.Discard, io.Discard
+				if err := app.Run(permuteArgs(app, args)); err == nil || !strings.Contains(err.Error(), "--uri") {
+					b.Fatalf("strata %s: %v, want a --uri error", tc.args, err)
+				}
+			}
+		})
 	}
 }

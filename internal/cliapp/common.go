@@ -110,11 +110,12 @@ func prepareWith(c *cli.Command, conn []cli.Flag) {
 		for _, f := range conn {
 			// A command's own flag of the same name wins ('qpu result
 			// --timeout' bounds the wait); the global one still applies.
-			if !slices.ContainsFunc(c.Flags, func(g cli.Flag) bool { return hasName(g, f.(*cli.StringFlag).Name) }) {
+			if !slices.ContainsFunc(c.Flags, func(g cli.Flag) bool { return hasName(g, unwrap(f).(*cli.StringFlag).Name) }) {
 				c.Flags = append(c.Flags, f)
 			}
 		}
 		c.Action = guard(c.Action)
+		c.Before = quickBefore(c.Before)
 	}
 	for _, s := range c.Subcommands {
 		prepareWith(s, conn)
@@ -460,7 +461,7 @@ func findFlag(flags []cli.Flag, arg string) cli.Flag {
 func hasName(f cli.Flag, name string) bool {
 	var primary string
 	var aliases []string
-	switch f := f.(type) {
+	switch f := unwrap(f).(type) {
 	case *cli.StringFlag:
 		primary, aliases = f.Name, f.Aliases
 	case *cli.BoolFlag:
@@ -491,7 +492,7 @@ func takesValue(flags []cli.Flag, arg string) bool {
 	if f == nil {
 		return false
 	}
-	_, isBool := f.(*cli.BoolFlag)
+	_, isBool := unwrap(f).(*cli.BoolFlag)
 	return !isBool
 }
 

@@ -84,7 +84,7 @@ func strataOptions() []dirOption {
 		if names[0] == "verbose" {
 			continue
 		}
-		_, boolean := f.(*cli.BoolFlag)
+		_, boolean := unwrap(f).(*cli.BoolFlag)
 		for _, n := range names {
 			o := dirOption{flag: names[0], boolean: boolean}
 			if len(n) == 1 {
