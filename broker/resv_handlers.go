@@ -112,9 +112,9 @@ func (r *Runtime) resvCreate(ctx context.Context, q Request) (any, error) {
 			}
 			out := r.apiResv(instance.Resv{Spec: spec, Path: q.Path + "." + spec.Name, Parent: q.Path, NodeNames: inst.NodeNames(plan.Nodes)})
 			out.State, out.URI = "planned", ""
-			out.Killed = r.killed(plan.Kill)
+			out.Killed = r.killed(plan.Kill, nil)
 			if len(plan.Wait) > 0 {
-				out.WaitsFor, out.ExpectedStart = r.killed(plan.Wait), unix(plan.Effective)
+				out.WaitsFor, out.ExpectedStart = r.killed(plan.Wait, nil), unix(plan.Effective)
 			}
 			return out, nil
 		}
@@ -145,11 +145,20 @@ func startNowShift(kill bool, plan func(shift instance.Time) error) instance.Tim
 	return 0
 }
 
-func (r *Runtime) killed(ids []instance.JobID) []api.KilledJob {
+// killed lists the jobs ids: those a reservation killed, with nodes[i] the
+// nodes ids[i] held then, or those it would kill (nodes nil), on the nodes
+// they hold now. A killed job requeued since runs elsewhere or waits: its
+// nodes now would say nothing of the kill, and differ from one reading to
+// the next.
+func (r *Runtime) killed(ids []instance.JobID, nodes [][]string) []api.KilledJob {
 	out := []api.KilledJob{}
-	for _, id := range ids {
+	for i, id := range ids {
 		if j, ok := r.in.Job(id); ok {
-			out = append(out, api.KilledJob{ID: api.JobID(id), User: j.Spec.User, Nodes: hostlist.Format(j.Nodes)})
+			on := j.Nodes
+			if i < len(nodes) {
+				on = nodes[i]
+			}
+			out = append(out, api.KilledJob{ID: api.JobID(id), User: j.Spec.User, Nodes: hostlist.Format(on)})
 		}
 	}
 	return out
@@ -162,7 +171,7 @@ func (r *Runtime) apiResv(rv instance.Resv) api.Resv {
 		Name: rv.Name, State: rv.State.String(), Start: unix(rv.Start), End: unix(rv.End),
 		Nodes: hostlist.Format(rv.NodeNames), NNodes: len(rv.NodeNames), QPU: rv.Slots, Users: users,
 		Overlap: rv.Overlap.String(), GraceS: int64(rv.Grace), RequeueKilled: rv.RequeueKilled,
-		Killed: r.killed(rv.Killed), Path: rv.Path, JobsRun: rv.JobsRun, NodeHours: float64(rv.NodeSecs) / 3600,
+		Killed: r.killed(rv.Killed, rv.KilledNodes), Path: rv.Path, JobsRun: rv.JobsRun, NodeHours: float64(rv.NodeSecs) / 3600,
 		Maint: rv.Maint,
 	}
 	if rv.State == resv.Active || rv.State == resv.Pending {
@@ -171,10 +180,10 @@ func (r *Runtime) apiResv(rv instance.Resv) api.Resv {
 	if rv.State == resv.Pending {
 		// The jobs marked to die at its start, while they still run (in
 		// its parent or, for maintenance, inside the DATs it overlaps).
-		out.Killed = r.killed(r.in.MarkedFor(rv.Name))
+		out.Killed = r.killed(r.in.MarkedFor(rv.Name), nil)
 	}
 	if at, ids := r.in.MaintWait(rv.Name); len(ids) > 0 {
-		out.WaitsFor, out.ExpectedStart = r.killed(ids), unix(at)
+		out.WaitsFor, out.ExpectedStart = r.killed(ids, nil), unix(at)
 	}
 	return out
 }
@@ -351,7 +360,7 @@ func (r *Runtime) resvUpdate(ctx context.Context, q Request) (any, error) {
 		out := r.apiResv(rv)
 		if ur.DryRun {
 			out.State = "planned"
-			out.Killed = r.killed(plan.Kill)
+			out.Killed = r.killed(plan.Kill, nil)
 		}
 		return out, nil
 	})
@@ -407,7 +416,7 @@ func (r *Runtime) resvPlan(_ context.Context, q Request) (any, error) {
 	out := api.ResvPlanReply{Windows: []api.ResvWindow{}}
 	for _, w := range ws {
 		aw := api.ResvWindow{Start: unix(w.Start), End: unix(w.End), Nodes: hostlist.Format(w.Nodes),
-			Killed: r.killed(w.Kill), NodeHoursLost: w.NodeHoursLost, Delayed: []api.DelayedJob{}}
+			Killed: r.killed(w.Kill, nil), NodeHoursLost: w.NodeHoursLost, Delayed: []api.DelayedJob{}}
 		for _, d := range w.Delayed {
 			j, _ := r.in.Job(d.Job)
 			aw.Delayed = append(aw.Delayed, api.DelayedJob{ID: api.JobID(d.Job), User: j.Spec.User, From: unix(d.From), To: unix(d.To)})

@@ -55,6 +55,9 @@ func TestRuntimeDATDay(t *testing.T) {
 	if rv.State != "pending" || rv.NNodes != 2 || len(rv.Killed) != 1 || rv.Killed[0].ID != victim.ID {
 		t.Fatalf("created %+v", rv)
 	}
+	if err := bob.Call(ctx, api.OpJob, api.JobRequest{ID: victim.ID}, &victim); err != nil || victim.State != api.JobRunning || victim.Nodes == "" {
+		t.Fatalf("the job in the way before the start: %+v, %v", victim, err)
+	}
 	var pre api.Job
 	if err := alice.Call(ctx, api.OpSubmit, api.SubmitRequest{Nodes: 2, Walltime: 2, Resv: "physics", Command: []string{"true"}, Cwd: t.TempDir()}, &pre); err != nil {
 		t.Fatal(err)
@@ -84,6 +87,11 @@ func TestRuntimeDATDay(t *testing.T) {
 	}
 	if err := admin.Call(ctx, api.OpResvShow, api.ResvRequest{Name: "physics"}, &rv); err != nil || rv.State != "active" || rv.URI == "" {
 		t.Fatalf("active DAT: %+v, %v", rv, err)
+	}
+	// The requeued job holds no nodes now: the reservation still says
+	// which it killed it on.
+	if len(rv.Killed) != 1 || rv.Killed[0].Nodes != victim.Nodes {
+		t.Fatalf("active DAT's killed jobs %+v, want job %d on %s", rv.Killed, victim.ID, victim.Nodes)
 	}
 	child, err := alice.At(rv.Path)
 	if err != nil {

@@ -21,10 +21,14 @@ type Resv struct {
 	State     resv.State
 	Created   Time
 	Killed    []JobID // jobs killed at its start
-	JobsRun   int     // jobs that ran inside it and ended
-	NodeSecs  int64   // node-seconds its jobs used
-	Seq       int64   // creation order; names its span in the parent's timeline
-	child     *Instance
+	// KilledNodes[i] are the nodes Killed[i] held when it was killed: a
+	// job requeued since runs elsewhere, or waits with none. Nil for a
+	// record older than the field.
+	KilledNodes [][]string
+	JobsRun     int   // jobs that ran inside it and ended
+	NodeSecs    int64 // node-seconds its jobs used
+	Seq         int64 // creation order; names its span in the parent's timeline
+	child       *Instance
 }
 
 func (r *Resv) hasUser(u string) bool { return r.HasUser(u) }
@@ -62,6 +66,10 @@ func (r *Resv) copy() Resv {
 	c.NodeList = append([]string(nil), r.NodeList...)
 	c.NodeNames = append([]string(nil), r.NodeNames...)
 	c.Killed = append([]JobID(nil), r.Killed...)
+	c.KilledNodes = nil
+	for _, n := range r.KilledNodes {
+		c.KilledNodes = append(c.KilledNodes, append([]string(nil), n...))
+	}
 	c.child = nil
 	return c
 }
@@ -306,6 +314,9 @@ func (in *Instance) startResv(now Time, r *Resv) {
 		j.Term.EndState, j.Term.EndReason = Killed, fmt.Sprintf("killed: %s started on %s", what, on)
 		j.Term.Grace = r.Grace
 		r.Killed = append(r.Killed, j.ID)
+		if len(r.KilledNodes) == len(r.Killed)-1 {
+			r.KilledNodes = append(r.KilledNodes, append([]string(nil), j.Nodes...))
+		}
 		o.terminate(now, j)
 		in.sh.changed(j)
 	}

@@ -29,6 +29,7 @@ type Resv struct {
 	State         string         `json:"state"`
 	Created       int64          `json:"created"`
 	Killed        []int64        `json:"killed,omitempty"`
+	KilledNodes   []string       `json:"killed_nodes,omitempty"` // hostlists, one per killed job
 	JobsRun       int            `json:"jobs_run,omitempty"`
 	NodeSecs      int64          `json:"node_secs,omitempty"`
 	Seq           int64          `json:"seq"`
@@ -52,6 +53,9 @@ func FromResv(rv instance.Resv) Resv {
 	}
 	for _, id := range rv.Killed {
 		r.Killed = append(r.Killed, int64(id))
+	}
+	for _, n := range rv.KilledNodes {
+		r.KilledNodes = append(r.KilledNodes, hostlist.Format(n))
 	}
 	return r
 }
@@ -88,6 +92,16 @@ func (r Resv) Core() (instance.Resv, error) {
 	}
 	for _, id := range r.Killed {
 		rv.Killed = append(rv.Killed, instance.JobID(id))
+	}
+	if len(r.KilledNodes) > 0 && len(r.KilledNodes) != len(r.Killed) {
+		return rv, fmt.Errorf("killed_nodes: %d hostlists for %d killed jobs", len(r.KilledNodes), len(r.Killed))
+	}
+	for i, n := range r.KilledNodes {
+		names, err := hostlist.Parse(n)
+		if err != nil && n != "" {
+			return rv, fmt.Errorf("killed_nodes[%d]: %w", i, err)
+		}
+		rv.KilledNodes = append(rv.KilledNodes, names)
 	}
 	return rv, nil
 }

@@ -503,6 +503,7 @@ func TestRoundTripEveryField(t *testing.T) {
 	fill(reflect.ValueOf(&rv).Elem(), &seed)
 	rv.Name, rv.NodeList, rv.NodeNames = "physics", []string{"n1"}, []string{"n1", "n2"}
 	rv.Overlap, rv.State = resv.Kill, resv.Ended
+	rv.Killed, rv.KilledNodes = []instance.JobID{4, 9}, [][]string{{"n1", "n2"}, {"n3"}}
 	data, err = EncodeResv(rv)
 	if err != nil {
 		t.Fatal(err)
@@ -581,6 +582,8 @@ func TestBadRecords(t *testing.T) {
 		{"resv future", ResvsBucket, "x", `{"v":3,"name":"x"}`, "newer version"},
 		{"resv bad overlap", ResvsBucket, "x", `{"v":2,"name":"x","path":"root.x","parent":"root","overlap":"maybe","state":"pending","start":1,"end":2,"created":1,"seq":1}`, "overlap"},
 		{"resv wrong key", ResvsBucket, "y", `{"v":2,"name":"x","path":"root.x","parent":"root","overlap":"drain","state":"pending","start":1,"end":2,"created":1,"seq":1}`, `not "y"`},
+		{"resv killed nodes short", ResvsBucket, "x", `{"v":2,"name":"x","path":"root.x","parent":"root","overlap":"kill","state":"active","start":1,"end":2,"created":1,"seq":1,"killed":[4,5],"killed_nodes":["n1"]}`, "2 killed jobs"},
+		{"resv killed nodes bad", ResvsBucket, "x", `{"v":2,"name":"x","path":"root.x","parent":"root","overlap":"kill","state":"active","start":1,"end":2,"created":1,"seq":1,"killed":[4],"killed_nodes":["n[3-1]"]}`, "killed_nodes[0]"},
 		{"resv v1 no path", ResvsBucket, "x", `{"Name":"x","Start":1,"End":2}`, "no instance path"},
 		{"qpu unknown kind", QPUBucket, "gadget.1", `{}`, "unknown kind of QPU record"},
 		{"qpu job bad state", QPUBucket, "job.1", `{"id":1,"user":"a","session":"root.j1","backend":"q","shots":1,"state":"dreaming","submit":1,"payload":null}`, "dreaming"},
