@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -22,7 +23,7 @@ func Version() string { return version }
 // run the strata-broker program in its place (see launcher).
 func Main(server ...*cli.Command) {
 	mainAt = time.Now()
-	app := newApp(server...)
+	app := appFor(os.Args, server...)
 	err := app.Run(permuteArgs(app, os.Args))
 	writeTimings()
 	if err != nil {
@@ -49,12 +50,43 @@ func exitCode(err error) int {
 }
 
 // newApp returns the command line with the server commands given, or the
-// launchers of strata-broker's.
+// launchers of strata-broker's: every command.
 func newApp(server ...*cli.Command) *cli.App {
-	if len(server) == 0 {
-		server = launchers()
+	app := bareApp()
+	app.Commands = makeCommands(topCommands(server))
+	return app
+}
+
+// appFor returns the command line that runs args (os.Args): with only the
+// top-level command they invoke when that is all the run reads, else with
+// every command, as newApp. A process runs one command, and making the
+// other 60 with their flags, about 93 kB in 1,100 allocations, was most
+// of what urfave/cli did before the command's action (BenchmarkNewApp,
+// BenchmarkNewAppFor) and some 45 page faults of 'strata version'.
+//
+// What urfave/cli does with App.Commands while it runs one top-level
+// command (v2.27): it finds the command by exact name or alias, checks
+// the names are unique, and sets each command's HelpName; 'CMD --help'
+// and 'CMD help' print CMD alone, and completion below CMD lists only what
+// is below it. What reads them all: the app's help ('strata', 'strata
+// help', --help, -h), --version (-v) and completion at the app itself,
+// 'strata man' and 'strata completion fish' (whole in topCommands), and
+// the suggestion for an unknown command (appAction); for those, and
+// whenever a flag before the command is not a connection flag, appFor
+// makes every command. TestAppForSameOutput runs each way and compares.
+func appFor(args []string, server ...*cli.Command) *cli.App {
+	app := bareApp()
+	top := topCommands(server)
+	if t := invoked(top, app.Flags, args); t != nil && !t.whole {
+		top = []topCommand{*t}
 	}
-	app := &cli.App{
+	app.Commands = makeCommands(top)
+	return app
+}
+
+// bareApp returns the app without its commands.
+func bareApp() *cli.App {
+	return &cli.App{
 		Name:    "strata",
 		Usage:   "a hierarchical resource broker with advance reservations and QPU slots",
 		Version: version,
@@ -70,15 +102,92 @@ func newApp(server ...*cli.Command) *cli.App {
 		Flags:                     quickAll(globalFlags()),
 		OnUsageError:              onUsageError,
 		Action:                    appAction,
-		Commands: append(append([]*cli.Command{
-			versionCommand(),
-			completionCommand(),
-			manCommand(),
-			simCommand(),
-		}, server...), userCommands()...),
 	}
-	groupActions(app.Commands, "")
-	return app
+}
+
+// topCommand is a command of the app itself (not a subcommand) by its
+// names, so that appFor can make only the one a command line invokes.
+type topCommand struct {
+	names []string            // its Name and Aliases (TestTopCommands)
+	make  func() *cli.Command // makes it
+	user  bool                // one of userCommands: prepareWith gives it the connection flags
+	whole bool                // it reads every command: appFor makes them all
+}
+
+// topCommands are the app's commands in the order its help lists them:
+// strata's own, the server commands given (or the launchers of
+// strata-broker's), then userCommands.
+func topCommands(server []*cli.Command) []topCommand {
+	if len(server) == 0 {
+		server = launchers()
+	}
+	top := []topCommand{
+		{names: []string{"version"}, make: versionCommand},
+		// 'completion fish' writes urfave/cli's script of every command.
+		{names: []string{"completion"}, make: completionCommand, whole: true},
+		{names: []string{"man"}, make: manCommand, whole: true},
+		{names: []string{"sim"}, make: simCommand},
+	}
+	for _, s := range server {
+		top = append(top, topCommand{names: s.Names(), make: func() *cli.Command { return s }})
+	}
+	for _, u := range userCommands {
+		u.user = true
+		top = append(top, u)
+	}
+	return top
+}
+
+// makeCommands makes the commands of top, the user commands prepared with
+// one set of connection flags (see prepareWith), and gives each group the
+// action of subcommandsOnly (groupActions).
+func makeCommands(top []topCommand) []*cli.Command {
+	cmds := make([]*cli.Command, 0, len(top))
+	var conn []cli.Flag
+	for _, t := range top {
+		c := t.make()
+		if t.user {
+			if conn == nil {
+				conn = connFlags()
+			}
+			prepareWith(c, conn)
+		}
+		cmds = append(cmds, c)
+	}
+	groupActions(cmds, "")
+	return cmds
+}
+
+// invoked returns the command of top that args (os.Args) invoke, found as
+// permuteArgs and the app find it: the first argument after the global
+// flags (the app's Flags before its Setup adds --help and --version), each
+// of which takes a value (--uri x, --uri=x). It is nil when that argument
+// names none of them (help, an unknown command), when there is none, or
+// when a flag the app handles itself (--help, --version,
+// --generate-bash-completion, one it does not know) or "--" comes first.
+func invoked(top []topCommand, global []cli.Flag, args []string) *topCommand {
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return nil
+		case isFlagArg(a):
+			if findFlag(global, a) == nil {
+				return nil
+			}
+			if takesValue(global, a) {
+				i++
+			}
+			continue
+		}
+		for j := range top {
+			if slices.Contains(top[j].names, a) {
+				return &top[j]
+			}
+		}
+		return nil
+	}
+	return nil
 }
 
 // exitCodes says what strata's exit codes mean, in the help's description

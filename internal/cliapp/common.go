@@ -26,32 +26,29 @@ import (
 
 // userCommands are the commands people use day to day: submit and run jobs,
 // look at them, change them, and manage users. They talk to a broker only
-// through package client.
-func userCommands() []*cli.Command {
-	cmds := []*cli.Command{
-		submitCommand(),
-		runCommand(),
-		jobsCommand(),
-		acctCommand(),
-		jobCommand(),
-		cancelCommand(),
-		waitCommand(),
-		attachCommand(),
-		execCommand(),
-		resourceCommand(),
-		uriCommand(),
-		userCommand(),
-		whoamiCommand(),
-		resvCommand(), batchCommand(), allocCommand(),
-		qpuCommand(),
-		natsCommand(),
-		agentCommand(),
-	}
-	conn := connFlags()
-	for _, c := range cmds {
-		prepareWith(c, conn)
-	}
-	return cmds
+// through package client, and each takes the connection flags (topCommands
+// marks them user). A table, not the commands, so that Main makes only the
+// one a command line invokes (appFor).
+var userCommands = []topCommand{
+	{names: []string{"submit"}, make: submitCommand},
+	{names: []string{"run"}, make: runCommand},
+	{names: []string{"jobs"}, make: jobsCommand},
+	{names: []string{"acct"}, make: acctCommand},
+	{names: []string{"job"}, make: jobCommand},
+	{names: []string{"cancel"}, make: cancelCommand},
+	{names: []string{"wait"}, make: waitCommand},
+	{names: []string{"attach"}, make: attachCommand},
+	{names: []string{"exec"}, make: execCommand},
+	{names: []string{"resource"}, make: resourceCommand},
+	{names: []string{"uri"}, make: uriCommand},
+	{names: []string{"user"}, make: userCommand},
+	{names: []string{"whoami"}, make: whoamiCommand},
+	{names: []string{"resv"}, make: resvCommand},
+	{names: []string{"batch"}, make: batchCommand},
+	{names: []string{"alloc"}, make: allocCommand},
+	{names: []string{"qpu"}, make: qpuCommand},
+	{names: []string{"nats"}, make: natsCommand},
+	{names: []string{"agent"}, make: agentCommand},
 }
 
 // globalFlags are the app's own flags: the instance and the credentials.
