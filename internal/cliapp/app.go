@@ -114,20 +114,25 @@ type topCommand struct {
 	whole bool                // it reads every command: appFor makes them all
 }
 
+// ownCommands are strata's own top-level commands, before the server
+// commands in topCommands.
+var ownCommands = []topCommand{
+	{names: []string{"version"}, make: versionCommand},
+	// 'completion fish' writes urfave/cli's script of every command.
+	{names: []string{"completion"}, make: completionCommand, whole: true},
+	{names: []string{"man"}, make: manCommand, whole: true},
+	{names: []string{"sim"}, make: simCommand},
+}
+
 // topCommands are the app's commands in the order its help lists them:
-// strata's own, the server commands given (or the launchers of
+// ownCommands, the server commands given (or the launchers of
 // strata-broker's), then userCommands.
 func topCommands(server []*cli.Command) []topCommand {
 	if len(server) == 0 {
 		server = launchers()
 	}
-	top := []topCommand{
-		{names: []string{"version"}, make: versionCommand},
-		// 'completion fish' writes urfave/cli's script of every command.
-		{names: []string{"completion"}, make: completionCommand, whole: true},
-		{names: []string{"man"}, make: manCommand, whole: true},
-		{names: []string{"sim"}, make: simCommand},
-	}
+	top := make([]topCommand, 0, len(ownCommands)+len(server)+len(userCommands))
+	top = append(top, ownCommands...)
 	for _, s := range server {
 		top = append(top, topCommand{names: s.Names(), make: func() *cli.Command { return s }})
 	}
