@@ -456,24 +456,8 @@ func findFlag(flags []cli.Flag, arg string) cli.Flag {
 // tree (BenchmarkNewApp). Strata's flag names hold no comma or space, all
 // that the expression strips.
 func hasName(f cli.Flag, name string) bool {
-	var primary string
-	var aliases []string
-	switch f := unwrap(f).(type) {
-	case *cli.StringFlag:
-		primary, aliases = f.Name, f.Aliases
-	case *cli.BoolFlag:
-		primary, aliases = f.Name, f.Aliases
-	case *cli.IntFlag:
-		primary, aliases = f.Name, f.Aliases
-	case *cli.StringSliceFlag:
-		primary, aliases = f.Name, f.Aliases
-	case *cli.Int64Flag:
-		primary, aliases = f.Name, f.Aliases
-	case *cli.Uint64Flag:
-		primary, aliases = f.Name, f.Aliases
-	case *cli.Float64Flag:
-		primary, aliases = f.Name, f.Aliases
-	default:
+	primary, aliases, ok := fieldNames(f)
+	if !ok {
 		return slices.Contains(f.Names(), name)
 	}
 	return primary == name || slices.Contains(aliases, name)
