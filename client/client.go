@@ -33,6 +33,7 @@ type options struct {
 	connectTimeout time.Duration
 	name           string
 	inProcess      InProcessServer
+	pipelined      bool
 }
 
 // WithCreds connects with the credentials file at path (see the package
@@ -49,6 +50,14 @@ func WithConnectTimeout(d time.Duration) Option { return func(o *options) { o.co
 // WithName sets the connection name the NATS server shows (default
 // "strata-client").
 func WithName(name string) Option { return func(o *options) { o.name = name } }
+
+// WithPipelinedConnect makes Dial return once the credentials are sent,
+// without waiting for the server to accept them, so that the first call
+// travels with the handshake and a program that makes one call (the
+// strata front end) waits for one round trip fewer. Credentials the
+// server refuses then fail that call, and every call after it, with the
+// error Dial would have returned, and are not retried.
+func WithPipelinedConnect() Option { return func(o *options) { o.pipelined = true } }
 
 // InProcessServer is a NATS server running in the client's own process:
 // the nats-server package's *server.Server is one.
@@ -123,6 +132,7 @@ func Dial(uri string, opts ...Option) (*Client, error) {
 		// A lost server is replaced by another of the URI's at once (and
 		// forever): the calls' retries bound how long that may take.
 		ReconnectWait: reconnectWait,
+		Pipelined:     o.pipelined,
 	}
 	if s := o.inProcess; s != nil {
 		nopts.Servers = nopts.Servers[:1]
@@ -364,8 +374,8 @@ func (c *Client) call(ctx context.Context, subject, op string, req, resp any) er
 				c.uri.Path, c.conn.host, api.RootPath, natsconn.ErrNoResponders)
 		}
 		var ae *api.Error
-		if !errors.As(err, &ae) || !api.Retryable(ae.Code) {
-			return err
+		if !errors.As(err, &ae) || !api.Retryable(ae.Code) || c.conn.nc.Refused() != nil {
+			return err // an answer, or the connection refused for good
 		}
 		if context.Cause(ctx) != nil && !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
 			return err // cancelled, or refused by the server (asyncError)
@@ -404,6 +414,10 @@ func (c *Client) attempt(ctx context.Context, msg *request, op string, resp any)
 	}
 	start := time.Now()
 	reply, err := c.conn.nc.Request(actx, msg.subject, msg.header, msg.data)
+	var refused *natsconn.RefusedError
+	if errors.As(err, &refused) {
+		return c.conn.connectError(refused.Err) // what Dial would have said
+	}
 	if err != nil {
 		return c.requestError(ctx, op, err, time.Since(start))
 	}

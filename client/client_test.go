@@ -1,9 +1,11 @@
 package client
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -250,5 +252,69 @@ func TestAttemptBound(t *testing.T) {
 		if got := attemptBound(tc.op, tc.req); got != tc.want {
 			t.Errorf("attemptBound(%s, %+v) = %v; want %v", tc.op, tc.req, got, tc.want)
 		}
+	}
+}
+
+// With WithPipelinedConnect, credentials the server refuses fail the
+// first call, and the next, with the error Dial gives without it; and a
+// server that closes the connection before accepting it fails the call
+// at once, as Dial would fail, instead of being retried until the
+// deadline.
+func TestPipelinedConnect(t *testing.T) {
+	b, other := startBroker(t), startBroker(t)
+	for _, br := range []*broker.Broker{b, other} {
+		if _, err := br.ServeInstance("root", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alien := userCreds(t, other, "alice")
+	_, want := Dial(b.URI("root"), WithCreds(alien))
+	if want == nil || code(want) != api.CodeUnauthenticated {
+		t.Fatalf("Dial with another broker's creds: %v, want unauthenticated", want)
+	}
+	c, err := Dial(b.URI("root"), WithCreds(alien), WithPipelinedConnect())
+	if err != nil {
+		t.Fatalf("pipelined Dial: %v", err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for i := range 2 {
+		if _, err := c.Whoami(ctx); err == nil || err.Error() != want.Error() || code(err) != api.CodeUnauthenticated {
+			t.Fatalf("call %d: %v, want %q", i+1, err, want)
+		}
+	}
+
+	own := userCreds(t, b, "bob")
+	c, err = Dial(b.URI("root"), WithCreds(own), WithPipelinedConnect())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if who, err := c.Whoami(ctx); err != nil || who.User != "bob" {
+		t.Fatalf("whoami with good creds: %+v, %v", who, err)
+	}
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		nc, err := l.Accept()
+		if err != nil {
+			return
+		}
+		nc.Write([]byte(`INFO {"server_id":"fake","headers":true,"max_payload":1048576,"nonce":"abc"}` + "\r\n"))
+		bufio.NewReader(nc).ReadString('\n') // CONNECT, then close
+		nc.Close()
+	}()
+	c, err = Dial("strata://"+l.Addr().String()+"/root", WithCreds(own), WithPipelinedConnect())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Whoami(ctx); code(err) != api.CodeUnavailable || !strings.Contains(err.Error(), "cannot reach the Strata broker") || strings.Contains(err.Error(), "attempts") {
+		t.Fatalf("whoami on a server that closed the handshake: %v, want Dial's 'cannot reach', not retried", err)
 	}
 }

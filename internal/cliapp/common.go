@@ -192,7 +192,9 @@ func dial(c *cli.Context) (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	cl, err := client.Dial(u.String(), client.WithCreds(connString(c, "creds")), client.WithTimeout(timeout))
+	// Pipelined: a command's first request goes with the handshake (one
+	// round trip fewer); credentials refused fail it as they would Dial.
+	cl, err := client.Dial(u.String(), client.WithCreds(connString(c, "creds")), client.WithTimeout(timeout), client.WithPipelinedConnect())
 	if err == nil && connectedAt.IsZero() {
 		connectedAt = time.Now()
 	}

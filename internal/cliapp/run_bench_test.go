@@ -29,9 +29,10 @@ import (
 // ms, and the medians of its three parts (through EnvTimings): start (from
 // the parent's start of the process to main: the runtime and the
 // initialisation of every linked package), connect (from main to connected:
-// flags, credentials, the NATS connection and its authentication) and
-// request (from connected to the process's end: the requests, the output
-// and the exit). version starts and ends without connecting. Slurm's
+// flags, credentials, the NATS connection up to the credentials sent) and
+// request (from connected to the process's end: the server's answer to the
+// credentials, which the first request does not wait for (see
+// client.WithPipelinedConnect), the requests, the output and the exit). version starts and ends without connecting. Slurm's
 // counterparts, measured on the same machine by ../shared/peers, take 5 to
 // 10 ms: sbatch -H, squeue, scontrol create/delete reservation.
 //

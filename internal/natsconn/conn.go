@@ -24,7 +24,9 @@
 // The handshake takes one round trip after the server's INFO: CONNECT and
 // PING in one write, then PONG (or -ERR). The reply subscription is sent
 // with the first request, in the same write (as nats.go does), so a
-// command's first request costs one round trip more.
+// command's first request costs one round trip more, unless the
+// connection is pipelined (Options.Pipelined): the first request then
+// goes out before the PONG and shares its round trip.
 package natsconn
 
 import (
@@ -115,7 +117,29 @@ type Options struct {
 	AsyncError func(error)
 	// NoRandomize keeps the servers' order.
 	NoRandomize bool
+	// Pipelined makes Connect return once it has sent CONNECT and PING to
+	// the first server that sent its INFO, without waiting for the PONG,
+	// so that the first request travels with the handshake: a program
+	// that connects to send one request (the strata front end) saves a
+	// round trip and the server's wake-up for it. The server reads the
+	// request only after accepting the credentials, and drops it with the
+	// connection if it refuses them. If the server answers the handshake
+	// with an -ERR, or closes the connection before its PONG, the
+	// connection is closed and every request on it fails with a
+	// *RefusedError holding what Connect would have returned: the -ERR,
+	// or ErrNoServers. The servers after it are not tried then (they
+	// share the accounts of one cluster; what made this one close early
+	// is rare); a later loss reconnects as usual.
+	Pipelined bool
 }
+
+// RefusedError is what requests on a pipelined connection (see
+// Options.Pipelined) fail with when the server did not accept the
+// handshake: Err is the error Connect would have returned.
+type RefusedError struct{ Err error }
+
+func (e *RefusedError) Error() string { return e.Err.Error() }
+func (e *RefusedError) Unwrap() error { return e.Err }
 
 // Msg is a message received.
 type Msg struct {
@@ -158,6 +182,8 @@ type Conn struct {
 	pingsOut    int
 	pongs       []chan error // one per PING in flight, in order; nil for the timer's
 	pingTimer   *time.Timer
+	handshaking bool   // pipelined: the first PONG is the handshake's
+	refused     error  // pipelined: why the server did not accept it
 	respPrefix  string // InboxPrefix.RANDOM.
 	resp        map[string]chan *Msg
 	rng         *rand.Rand
@@ -204,6 +230,22 @@ func Connect(o Options) (*Conn, error) {
 	}
 	var last error
 	for _, s := range c.pool {
+		if o.Pipelined {
+			nc, br, info, err := c.hello(s, false)
+			if err != nil {
+				if !errors.Is(err, errDial) {
+					last = err
+				}
+				continue
+			}
+			nc.SetDeadline(time.Time{})
+			c.mu.Lock()
+			c.accepted(info)
+			c.handshaking = true
+			c.start(s, nc, br)
+			c.mu.Unlock()
+			return c, nil
+		}
 		nc, br, err := c.handshake(s, false)
 		if err == nil {
 			c.mu.Lock()
@@ -277,14 +319,84 @@ var errDial = errors.New("nats: cannot reach the server")
 // the PING in the same write. Authentication errors are recorded on s, as
 // nats.go does, for the reconnection loop's "same error twice" rule.
 func (c *Conn) handshake(s *server, resub bool) (net.Conn, *bufio.Reader, error) {
-	o := c.opts
-	nc, err := o.Dial(s.addr, o.ConnectTimeout)
+	nc, br, info, err := c.hello(s, resub)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w %s: %w", errDial, s.addr, err)
+		return nil, nil, err
 	}
 	fail := func(err error) (net.Conn, *bufio.Reader, error) {
 		nc.Close()
 		return nil, nil, err
+	}
+	for {
+		line, err := readLine(br)
+		if err != nil {
+			return fail(fmt.Errorf("%w %s: %w", errDial, s.addr, err))
+		}
+		op, rest, err := parseOp(line)
+		if err != nil {
+			return fail(err)
+		}
+		switch op {
+		case opPong:
+			nc.SetDeadline(time.Time{})
+			c.mu.Lock()
+			c.accepted(info)
+			c.mu.Unlock()
+			return nc, br, nil
+		case opOK, opPing, opInfo:
+			if op == opPing {
+				nc.Write([]byte("PONG\r\n"))
+			}
+			continue
+		case opErr:
+			return fail(c.refusal(s, normalizeErr(rest)))
+		default:
+			return fail(fmt.Errorf("nats: expected 'PONG', got '%s'", truncate(line)))
+		}
+	}
+}
+
+// accepted records what the INFO of a server that took the connection
+// says. Lock held.
+func (c *Conn) accepted(info serverInfo) {
+	c.info = info
+	for _, u := range info.ConnectURLs {
+		if addr, err := serverAddr(u); err == nil {
+			c.addServer(addr, true)
+		}
+	}
+}
+
+// refusal is the error of the -ERR (normalized text e) a server answered
+// the handshake with. An authentication error is recorded on s; the same
+// one twice in a row is errAbort.
+func (c *Conn) refusal(s *server, e string) error {
+	aerr := authError(strings.ToLower(e))
+	if aerr == nil {
+		return &ProtoError{e}
+	}
+	c.mu.Lock()
+	again := s.lastErr == aerr
+	s.lastErr = aerr
+	c.mu.Unlock()
+	if again {
+		return fmt.Errorf("%w: %w", errAbort, &ProtoError{e})
+	}
+	return &ProtoError{e}
+}
+
+// hello dials s, reads its INFO and sends CONNECT and PING (and, with
+// resub, the reply subscription) in one write: the handshake up to the
+// server's answer.
+func (c *Conn) hello(s *server, resub bool) (net.Conn, *bufio.Reader, serverInfo, error) {
+	o := c.opts
+	nc, err := o.Dial(s.addr, o.ConnectTimeout)
+	if err != nil {
+		return nil, nil, serverInfo{}, fmt.Errorf("%w %s: %w", errDial, s.addr, err)
+	}
+	fail := func(err error) (net.Conn, *bufio.Reader, serverInfo, error) {
+		nc.Close()
+		return nil, nil, serverInfo{}, err
 	}
 	nc.SetDeadline(time.Now().Add(o.ConnectTimeout))
 	br := bufio.NewReaderSize(nc, 32*1024)
@@ -314,50 +426,7 @@ func (c *Conn) handshake(s *server, resub bool) (net.Conn, *bufio.Reader, error)
 	if _, err := nc.Write(buf); err != nil {
 		return fail(fmt.Errorf("%w %s: %w", errDial, s.addr, err))
 	}
-	for {
-		line, err = readLine(br)
-		if err != nil {
-			return fail(fmt.Errorf("%w %s: %w", errDial, s.addr, err))
-		}
-		op, rest, err = parseOp(line)
-		if err != nil {
-			return fail(err)
-		}
-		switch op {
-		case opPong:
-			nc.SetDeadline(time.Time{})
-			c.mu.Lock()
-			c.info = info
-			for _, u := range info.ConnectURLs {
-				if addr, err := serverAddr(u); err == nil {
-					c.addServer(addr, true)
-				}
-			}
-			c.mu.Unlock()
-			return nc, br, nil
-		case opOK, opPing, opInfo:
-			if op == opPing {
-				nc.Write([]byte("PONG\r\n"))
-			}
-			continue
-		case opErr:
-			e := normalizeErr(rest)
-			if aerr := authError(strings.ToLower(e)); aerr != nil {
-				c.mu.Lock()
-				if s.lastErr == aerr {
-					err = errAbort
-				}
-				s.lastErr = aerr
-				c.mu.Unlock()
-				if err == errAbort {
-					return fail(fmt.Errorf("%w: %w", errAbort, &ProtoError{e}))
-				}
-			}
-			return fail(&ProtoError{e})
-		default:
-			return fail(fmt.Errorf("nats: expected 'PONG', got '%s'", truncate(line)))
-		}
-	}
+	return nc, br, info, nil
 }
 
 // errAbort marks the second same authentication error from one server:
@@ -485,7 +554,13 @@ func (c *Conn) read(gen int, nc net.Conn, br *bufio.Reader) {
 		op, err := r.next()
 		if err != nil {
 			c.mu.Lock()
-			c.lost(gen, err)
+			if c.gen == gen && c.handshaking {
+				// Closed before the PONG: as Connect would have found
+				// it, a server that could not be reached.
+				c.refuse(ErrNoServers)
+			} else {
+				c.lost(gen, err)
+			}
 			c.mu.Unlock()
 			return
 		}
@@ -500,7 +575,9 @@ func (c *Conn) read(gen int, nc net.Conn, br *bufio.Reader) {
 			c.mu.Unlock()
 		case opPong:
 			c.mu.Lock()
-			if c.gen == gen {
+			if c.gen == gen && c.handshaking {
+				c.handshaking = false // the handshake's PING, not a Flush's
+			} else if c.gen == gen {
 				c.pingsOut = 0
 				if len(c.pongs) > 0 {
 					if ch := c.pongs[0]; ch != nil {
@@ -519,6 +596,18 @@ func (c *Conn) read(gen int, nc net.Conn, br *bufio.Reader) {
 			}
 			c.mu.Unlock()
 		case opErr:
+			c.mu.Lock()
+			s, first := c.cur, c.gen == gen && c.handshaking
+			c.mu.Unlock()
+			if first {
+				err := c.refusal(s, op.text)
+				c.mu.Lock()
+				if c.gen == gen {
+					c.refuse(err)
+				}
+				c.mu.Unlock()
+				return
+			}
 			if c.serverError(gen, op.text) {
 				return
 			}
@@ -580,13 +669,39 @@ func (c *Conn) deliver(m *Msg) {
 	}
 }
 
+// refuse closes a pipelined connection whose handshake the server did not
+// accept, for err. Lock held.
+func (c *Conn) refuse(err error) {
+	c.handshaking, c.refused = false, &RefusedError{Err: err}
+	c.failPongs(c.refused)
+	c.closeLocked()
+}
+
+// Refused is, on a pipelined connection (see Options.Pipelined) that the
+// server did not accept, the *RefusedError its requests fail with; nil
+// otherwise.
+func (c *Conn) Refused() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.refused
+}
+
+// closedErr is what a request on the closed connection fails with. Lock
+// held.
+func (c *Conn) closedErr() error {
+	if c.refused != nil {
+		return c.refused
+	}
+	return ErrConnectionClosed
+}
+
 // lost starts a reconnection after connection gen failed. Lock held.
 func (c *Conn) lost(gen int, err error) {
 	if c.gen != gen || c.status != connected {
 		return
 	}
 	c.status = reconnecting
-	c.subscribed = false
+	c.subscribed, c.handshaking = false, false
 	c.failPongs(err)
 	c.nc.Close()
 	c.pingTimer.Stop()
@@ -732,8 +847,9 @@ func (c *Conn) Flush(ctx context.Context) error {
 	c.mu.Lock()
 	switch c.status {
 	case closed:
+		err := c.closedErr()
 		c.mu.Unlock()
-		return ErrConnectionClosed
+		return err
 	case reconnecting:
 		c.mu.Unlock()
 		return errors.New("nats: not connected (reconnecting)")
@@ -793,8 +909,9 @@ func (c *Conn) Request(ctx context.Context, subject string, hdr Header, data []b
 		c.mu.Lock()
 		switch c.status {
 		case closed:
+			err := c.closedErr()
 			c.mu.Unlock()
-			return nil, ErrConnectionClosed
+			return nil, err
 		case connected:
 			b := frame.line
 			if !c.subscribed {
@@ -824,7 +941,9 @@ func (c *Conn) await(ctx context.Context, ch chan *Msg) (*Msg, error) {
 	select {
 	case m, ok := <-ch:
 		if !ok {
-			return nil, ErrConnectionClosed
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return nil, c.closedErr()
 		}
 		if noResponders(m) {
 			return nil, ErrNoResponders
