@@ -1,9 +1,10 @@
 // Command strata-broker is the strata command line with the commands that
 // run a broker or hold its subscriptions in their own process: 'broker
-// start', 'demo', 'agent' and 'qpu executor', and 'nats init', which mints
-// keys with the nkeys and jwt packages. The strata front end runs it for
-// those commands, with the same arguments (see cliapp.RunAgent and
-// cliapp.RunNatsInit); every other command works in it as in strata.
+// start', 'demo', 'agent' and 'qpu executor', 'nats init', which mints
+// keys with the nkeys and jwt packages, and 'sim', the trace replay. The
+// strata front end runs it for those commands, with the same arguments
+// (see cliapp.RunAgent, cliapp.RunNatsInit and cliapp.SimCommand); every
+// other command works in it as in strata.
 package main
 
 import (
@@ -13,6 +14,7 @@ import (
 	"github.com/strata-hpc/strata/broker/qpuexec"
 	"github.com/strata-hpc/strata/internal/cliapp"
 	"github.com/strata-hpc/strata/internal/natssetup"
+	"github.com/strata-hpc/strata/internal/simcli"
 )
 
 func main() {
@@ -23,6 +25,7 @@ func main() {
 		return qpuexec.Run(ctx, qpuexec.Options(o))
 	}
 	cliapp.RunNatsInit = natsInit
+	cliapp.SimCommand = simcli.Command
 	cliapp.Main(brokerCommand(), demoCommand())
 }
 

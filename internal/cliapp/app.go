@@ -41,6 +41,10 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
+// ExitCode is the exit code of a command that failed with err, as Main
+// exits with it.
+func ExitCode(err error) int { return exitCode(err) }
+
 func exitCode(err error) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
@@ -48,6 +52,10 @@ func exitCode(err error) int {
 	}
 	return 1
 }
+
+// App is newApp, for the tests of commands defined outside this package
+// (SimCommand's).
+func App(server ...*cli.Command) *cli.App { return newApp(server...) }
 
 // newApp returns the command line with the server commands given, or the
 // launchers of strata-broker's: every command.

@@ -155,8 +155,6 @@ func TestAppForSameOutput(t *testing.T) {
 		{"version", false},
 		{"version --help", false},
 		{"version extra", false},
-		{"sim --help", false},
-		{"sim", false},
 		{"jobs --help", false},
 		{"jobs -h", false},
 		{"jobs help", false},

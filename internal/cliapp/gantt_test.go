@@ -3,6 +3,7 @@ package cliapp
 import (
 	"bytes"
 	"fmt"
+	"github.com/urfave/cli/v2"
 	"strings"
 	"testing"
 	"time"
@@ -410,4 +411,21 @@ func FuzzRenderGantt(f *testing.F) {
 			t.Errorf("output %q does not end a line", b.String())
 		}
 	})
+}
+
+// runApp runs the CLI in-process with args and returns stdout, stderr and
+// the exit code main would use.
+func runApp(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	app := newApp()
+	var out, errb bytes.Buffer
+	app.Writer, app.ErrWriter = &out, &errb
+	app.ExitErrHandler = func(*cli.Context, error) {}
+	err := app.Run(append([]string{"strata"}, args...))
+	code := 0
+	if err != nil {
+		errb.WriteString(err.Error())
+		code = exitCode(err)
+	}
+	return out.String(), errb.String(), code
 }

@@ -12,10 +12,10 @@ import (
 )
 
 // TestLauncher runs the strata front end where strata-broker is not next
-// to it: without strata-broker on PATH, 'strata broker start' and 'strata
-// demo' fail with exit code 1 and say which program they need and how to
-// install it, and start nothing; with strata-broker on PATH, they run it
-// with their arguments.
+// to it: without strata-broker on PATH, 'strata broker start', 'strata
+// demo' and 'strata sim' fail with exit code 1 and say which program they
+// need and how to install it, and start nothing; with strata-broker on
+// PATH, they run it with their arguments.
 func TestLauncher(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test; skipped with -short")
@@ -31,6 +31,7 @@ func TestLauncher(t *testing.T) {
 		{"broker", "start", "--listen", "127.0.0.1:0", "--state-dir", state},
 		{"demo", "--listen", "127.0.0.1:0"},
 		{"--uri", "strata://127.0.0.1:1/root", "broker", "--help"},
+		{"sim", "--trace", "x.swf"},
 	} {
 		cmd := exec.Command(front, args...)
 		cmd.Env = append(os.Environ(), "PATH="+empty)
@@ -68,6 +69,20 @@ func TestLauncher(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "strata broker start - start the broker") || !strings.Contains(string(out), "--state-dir") {
 		t.Fatalf("strata broker start --help with strata-broker on PATH: %v\n%s", err, out)
+	}
+	cmd = exec.Command(front, "sim", "--help")
+	cmd.Env = append(os.Environ(), "PATH="+onPath)
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "strata sim - "+SimUsage) || !strings.Contains(string(out), "--per-job") {
+		t.Fatalf("strata sim --help with strata-broker on PATH: %v\n%s", err, out)
+	}
+	trace := filepath.Join(t.TempDir(), "two.swf")
+	if err := os.WriteFile(trace, []byte("; MaxProcs: 8\n1 0 0 100 4 -1 -1 4 200 -1 1 1 1 1 1 1 -1 -1\n2 10 0 50 8 -1 -1 8 60 -1 1 2 1 1 1 1 -1 -1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd = exec.Command(front, "sim", "--trace", trace, "--policy", "fcfs", "--json")
+	cmd.Env = append(os.Environ(), "PATH="+onPath)
+	if out, err := cmd.Output(); err != nil || !strings.Contains(string(out), `"jobs":2`) || !strings.Contains(string(out), `"makespan_s":150`) {
+		t.Fatalf("strata sim with strata-broker on PATH: %v\n%s", err, out)
 	}
 }
 

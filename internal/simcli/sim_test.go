@@ -1,4 +1,4 @@
-package cliapp
+package simcli
 
 import (
 	"bytes"
@@ -9,13 +9,16 @@ import (
 	"testing"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/strata-hpc/strata/internal/cliapp"
 )
 
-// runApp runs the CLI in-process with args and returns stdout, stderr and
-// the exit code main would use.
+// runApp runs strata-broker's command line in-process with args and
+// returns stdout, stderr and the exit code main would use.
 func runApp(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
-	app := newApp()
+	cliapp.SimCommand = Command
+	app := cliapp.App()
 	var out, errb bytes.Buffer
 	app.Writer, app.ErrWriter = &out, &errb
 	app.ExitErrHandler = func(*cli.Context, error) {}
@@ -23,7 +26,7 @@ func runApp(t *testing.T, args ...string) (string, string, int) {
 	code := 0
 	if err != nil {
 		errb.WriteString(err.Error())
-		code = exitCode(err)
+		code = cliapp.ExitCode(err)
 	}
 	return out.String(), errb.String(), code
 }

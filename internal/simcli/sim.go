@@ -1,4 +1,7 @@
-package cliapp
+// Package simcli is the 'strata sim' command: the trace replay of package
+// sim behind the command line. It is strata-broker's, not the front
+// end's, which runs strata-broker for it (see cliapp.SimCommand).
+package simcli
 
 import (
 	"encoding/csv"
@@ -14,14 +17,17 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/strata-hpc/strata/instance"
+	"github.com/strata-hpc/strata/internal/cliapp"
 	"github.com/strata-hpc/strata/internal/swf"
 	"github.com/strata-hpc/strata/sim"
 )
 
-func simCommand() *cli.Command {
+// Command is 'strata sim': a trace replayed through the scheduling core on
+// a virtual clock. It runs in strata-broker (see cliapp.SimCommand).
+func Command() *cli.Command {
 	return &cli.Command{
 		Name:      "sim",
-		Usage:     "replay a workload trace (Standard Workload Format) through the scheduler",
+		Usage:     cliapp.SimUsage,
 		UsageText: "strata sim --trace FILE.swf[.gz] [--policy easy] [--units N] [--estimate requested|actual] [--resv SPEC]... [--qpu qpu0:8 (--qpu-jobs FILE.csv | --qpu-gen SEED)] [--per-job FILE.csv] [--json]",
 		Description: "Replays the trace with a virtual clock through the same scheduling core the broker runs.\n" +
 			"One SWF processor is one node. --resv injects reservations, e.g.\n" +
@@ -54,17 +60,17 @@ func simCommand() *cli.Command {
 func runSim(c *cli.Context) error {
 	pol, err := instance.ParsePolicy(c.String("policy"))
 	if err != nil {
-		return usageErr(err)
+		return cliapp.UsageErr(err)
 	}
 	est, err := sim.ParseEstimate(c.String("estimate"))
 	if err != nil {
-		return usageErr(err)
+		return cliapp.UsageErr(err)
 	}
 	if c.Int("units") < 0 {
-		return usageErr(fmt.Errorf("--units %d: the machine size must be a positive number of processors", c.Int("units")))
+		return cliapp.UsageErr(fmt.Errorf("--units %d: the machine size must be a positive number of processors", c.Int("units")))
 	}
 	if c.Int("limit") < 0 {
-		return usageErr(fmt.Errorf("--limit %d must not be negative", c.Int("limit")))
+		return cliapp.UsageErr(fmt.Errorf("--limit %d must not be negative", c.Int("limit")))
 	}
 	begin := time.Now()
 	r, err := swf.Open(c.String("trace"))
@@ -115,10 +121,10 @@ func runSim(c *cli.Context) error {
 func hybridConfig(c *cli.Context, jobs []swf.SimJob, cfg *sim.Config) error {
 	file, gen := c.String("qpu-jobs"), c.IsSet("qpu-gen")
 	if file != "" && gen {
-		return usageErr(fmt.Errorf("--qpu-jobs and --qpu-gen both given: read a hybrid workload or generate one, not both"))
+		return cliapp.UsageErr(fmt.Errorf("--qpu-jobs and --qpu-gen both given: read a hybrid workload or generate one, not both"))
 	}
 	if c.IsSet("qpu-frac") && (!gen || c.Float64("qpu-frac") < 0 || c.Float64("qpu-frac") > 1) {
-		return usageErr(fmt.Errorf("--qpu-frac %g: give a share from 0 to 1, with --qpu-gen", c.Float64("qpu-frac")))
+		return cliapp.UsageErr(fmt.Errorf("--qpu-frac %g: give a share from 0 to 1, with --qpu-gen", c.Float64("qpu-frac")))
 	}
 	spec := c.String("qpu")
 	if spec == "" && file == "" && !gen {
@@ -129,7 +135,7 @@ func hybridConfig(c *cli.Context, jobs []swf.SimJob, cfg *sim.Config) error {
 	}
 	pools, err := sim.ParseBackends(spec)
 	if err != nil {
-		return usageErr(fmt.Errorf("--qpu: %w", err))
+		return cliapp.UsageErr(fmt.Errorf("--qpu: %w", err))
 	}
 	cfg.QPUs = pools
 	switch {
@@ -141,7 +147,7 @@ func hybridConfig(c *cli.Context, jobs []swf.SimJob, cfg *sim.Config) error {
 		defer f.Close()
 		cfg.Hybrid, err = sim.ParseHybrid(f, file, pools)
 		if err != nil {
-			return usageErr(err)
+			return cliapp.UsageErr(err)
 		}
 	case gen:
 		cfg.Hybrid = sim.GenHybrid(jobs, pools, c.Uint64("qpu-gen"), c.Float64("qpu-frac"))

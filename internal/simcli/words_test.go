@@ -1,4 +1,4 @@
-package cliapp
+package simcli
 
 import (
 	"bytes"
