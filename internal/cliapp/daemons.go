@@ -65,6 +65,8 @@ func runInBroker(c *cli.Context, what string) error {
 	if err != nil {
 		return fmt.Errorf("'%s %s' %w", c.App.Name, what, err)
 	}
+	// argv[0] stays as typed, so that messages name the command as the
+	// user ran it ('strata broker start').
 	if err := syscall.Exec(path, os.Args, os.Environ()); err != nil {
 		return fmt.Errorf("'%s %s': cannot run %s: %w", c.App.Name, what, path, err)
 	}

@@ -3,12 +3,12 @@ package cliapp
 import (
 	"bytes"
 	"fmt"
-	"github.com/urfave/cli/v2"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/strata-hpc/strata/api"
+	"github.com/strata-hpc/strata/internal/clitest"
 	"github.com/strata-hpc/strata/internal/hostlist"
 )
 
@@ -417,15 +417,5 @@ func FuzzRenderGantt(f *testing.F) {
 // the exit code main would use.
 func runApp(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
-	app := newApp()
-	var out, errb bytes.Buffer
-	app.Writer, app.ErrWriter = &out, &errb
-	app.ExitErrHandler = func(*cli.Context, error) {}
-	err := app.Run(append([]string{"strata"}, args...))
-	code := 0
-	if err != nil {
-		errb.WriteString(err.Error())
-		code = exitCode(err)
-	}
-	return out.String(), errb.String(), code
+	return clitest.Run(t, newApp(), exitCode, args...)
 }

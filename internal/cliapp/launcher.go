@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 
 	"github.com/urfave/cli/v2"
 )
@@ -59,18 +58,7 @@ func launcher(name, usage string) *cli.Command {
 		Usage:           usage,
 		SkipFlagParsing: true, // flags, --help included, are BrokerProgram's
 		HideHelp:        true,
-		Action: func(c *cli.Context) error {
-			path, err := findBroker()
-			if err != nil {
-				return fmt.Errorf("'%s %s' %w", c.App.Name, name, err)
-			}
-			// argv[0] stays as typed, so that messages name the command
-			// as the user ran it ('strata broker start').
-			if err := syscall.Exec(path, os.Args, os.Environ()); err != nil {
-				return fmt.Errorf("'%s %s': cannot run %s: %w", c.App.Name, name, path, err)
-			}
-			return nil // not reached
-		},
+		Action:          func(c *cli.Context) error { return runInBroker(c, name) },
 	}
 }
 

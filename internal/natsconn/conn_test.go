@@ -212,6 +212,8 @@ func TestConcurrentRequests(t *testing.T) {
 }
 
 // Authentication: the server's refusals are nats.go's errors.
+// TestConnectErrors: each row is a connection that fails, and the error
+// Connect returns; pipelined (see pipelinedError), the same error.
 func TestConnectErrors(t *testing.T) {
 	e := newEnv(t, 1)
 	other, _ := nkeys.CreateAccount()
@@ -266,6 +268,7 @@ func TestConnectErrors(t *testing.T) {
 			if err.Error() != tc.text {
 				t.Errorf("err = %q, want %q", err, tc.text)
 			}
+			pipelinedError(t, tc.o(), tc.want, tc.text)
 		})
 	}
 }

@@ -8,80 +8,47 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/nats-io/jwt/v2"
-	"github.com/nats-io/nkeys"
 )
 
-// A pipelined connection that the server refuses fails every request, and
-// Flush, with what Connect would have returned without pipelining (the
-// rows of TestConnectErrors), and is closed; Refused tells why.
-func TestPipelinedRefusals(t *testing.T) {
-	e := newEnv(t, 1)
-	other, _ := nkeys.CreateAccount()
-	for _, tc := range []struct {
-		name string
-		o    func() Options
-	}{
-		{"JWT signed by a key the server does not trust", func() Options {
-			o := e.options(t, nil)
-			kp, _ := nkeys.CreateUser()
-			pub, _ := kp.PublicKey()
-			tok, _ := jwt.NewUserClaims(pub).Encode(other)
-			o.JWT, o.Sign = func() (string, error) { return tok, nil }, kp.Sign
-			return o
-		}},
-		{"nonce signed by another key", func() Options {
-			o := e.options(t, nil)
-			wrong, _ := nkeys.CreateUser()
-			o.Sign = wrong.Sign
-			return o
-		}},
-		{"expired JWT", func() Options {
-			return e.options(t, func(uc *jwt.UserClaims) { uc.Expires = time.Now().Add(-time.Hour).Unix() })
-		}},
-		{"no credentials", func() Options {
-			o := e.options(t, nil)
-			o.JWT, o.Sign = nil, nil
-			return o
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, want := Connect(tc.o())
-			if want == nil {
-				t.Fatal("Connect without pipelining connected")
-			}
-			o := tc.o()
-			o.Pipelined = true
-			c := connect(t, o)
-			for i := range 2 {
-				_, err := request(c, "svc.echo", nil, []byte("x"))
-				var re *RefusedError
-				if !errors.As(err, &re) || err.Error() != want.Error() || !errors.Is(err, ErrAuthorization) {
-					t.Fatalf("request %d: %v, want a *RefusedError of %q (errors.Is ErrAuthorization)", i+1, err, want)
-				}
-			}
-			if err := c.Refused(); err == nil || err.Error() != want.Error() {
-				t.Errorf("Refused() = %v, want %q", err, want)
-			}
-			if err := c.Flush(context.Background()); !errors.Is(err, ErrAuthorization) {
-				t.Errorf("Flush: %v, want the refusal", err)
-			}
-			if c.IsConnected() {
-				t.Error("a refused connection is still up")
-			}
-		})
-	}
-	t.Run("no server listening", func(t *testing.T) {
-		o := e.options(t, nil)
-		o.Servers, o.Pipelined = []string{deadAddr(t), deadAddr(t)}, true
-		if c, err := Connect(o); !errors.Is(err, ErrNoServers) {
-			if c != nil {
-				c.Close()
-			}
-			t.Fatalf("Connect: %v, want ErrNoServers (an unreachable server is found before the credentials are sent)", err)
+// pipelinedError checks what o, which Connect refuses with want (text),
+// gives pipelined: a refusal of the credentials fails every request, and
+// Flush, with it, as a *RefusedError, and closes the connection, Refused
+// telling why; an error found before the credentials are sent (no server
+// reached, no JWT) is still Connect's.
+func pipelinedError(t *testing.T, o Options, want error, text string) {
+	t.Helper()
+	o.Pipelined = true
+	c, err := Connect(o)
+	if !errors.Is(want, ErrAuthorization) {
+		if err == nil {
+			c.Close()
+			t.Fatalf("pipelined Connect connected, want %q", text)
 		}
-	})
+		if err.Error() != text {
+			t.Errorf("pipelined Connect: %q, want %q", err, text)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("pipelined Connect: %v, want it to return before the server's answer", err)
+	}
+	defer c.Close()
+	for i := range 2 {
+		_, err := request(c, "svc.echo", nil, []byte("x"))
+		var re *RefusedError
+		if !errors.As(err, &re) || err.Error() != text || !errors.Is(err, want) {
+			t.Fatalf("pipelined request %d: %v, want a *RefusedError of %q (errors.Is %v)", i+1, err, text, want)
+		}
+	}
+	if err := c.Refused(); err == nil || err.Error() != text {
+		t.Errorf("Refused() = %v, want %q", err, text)
+	}
+	if err := c.Flush(context.Background()); !errors.Is(err, want) {
+		t.Errorf("Flush: %v, want the refusal", err)
+	}
+	if c.IsConnected() {
+		t.Error("a refused connection is still up")
+	}
 }
 
 // An accepted pipelined connection works as any other: Flush waits for

@@ -1,16 +1,14 @@
 package simcli
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/urfave/cli/v2"
-
 	"github.com/strata-hpc/strata/internal/cliapp"
+	"github.com/strata-hpc/strata/internal/clitest"
 )
 
 // runApp runs strata-broker's command line in-process with args and
@@ -18,17 +16,7 @@ import (
 func runApp(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
 	cliapp.SimCommand = Command
-	app := cliapp.App()
-	var out, errb bytes.Buffer
-	app.Writer, app.ErrWriter = &out, &errb
-	app.ExitErrHandler = func(*cli.Context, error) {}
-	err := app.Run(append([]string{"strata"}, args...))
-	code := 0
-	if err != nil {
-		errb.WriteString(err.Error())
-		code = cliapp.ExitCode(err)
-	}
-	return out.String(), errb.String(), code
+	return clitest.Run(t, cliapp.App(), cliapp.ExitCode, args...)
 }
 
 const tinyTrace = `; Version: 2.2
