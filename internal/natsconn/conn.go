@@ -230,25 +230,14 @@ func Connect(o Options) (*Conn, error) {
 	}
 	var last error
 	for _, s := range c.pool {
+		connect := c.handshake
 		if o.Pipelined {
-			nc, br, info, err := c.hello(s, false)
-			if err != nil {
-				if !errors.Is(err, errDial) {
-					last = err
-				}
-				continue
-			}
-			nc.SetDeadline(time.Time{})
-			c.mu.Lock()
-			c.accepted(info)
-			c.handshaking = true
-			c.start(s, nc, br)
-			c.mu.Unlock()
-			return c, nil
+			connect = c.pipelined
 		}
-		nc, br, err := c.handshake(s, false)
+		nc, br, err := connect(s, false)
 		if err == nil {
 			c.mu.Lock()
+			c.handshaking = o.Pipelined
 			c.start(s, nc, br)
 			c.mu.Unlock()
 			return c, nil
@@ -354,6 +343,21 @@ func (c *Conn) handshake(s *server, resub bool) (net.Conn, *bufio.Reader, error)
 			return fail(fmt.Errorf("nats: expected 'PONG', got '%s'", truncate(line)))
 		}
 	}
+}
+
+// pipelined is the handshake of a pipelined connection (see
+// Options.Pipelined): hello, without waiting for the server's answer,
+// which the reader takes (see read).
+func (c *Conn) pipelined(s *server, resub bool) (net.Conn, *bufio.Reader, error) {
+	nc, br, info, err := c.hello(s, resub)
+	if err != nil {
+		return nil, nil, err
+	}
+	nc.SetDeadline(time.Time{})
+	c.mu.Lock()
+	c.accepted(info)
+	c.mu.Unlock()
+	return nc, br, nil
 }
 
 // accepted records what the INFO of a server that took the connection
