@@ -694,6 +694,10 @@ type state struct {
 	// scheduler goes on), so a node's holder is explained by either.
 	laterJobs  []api.Job
 	laterResvs []api.Resv
+	// resFrom and resTo bracket the call that took res. A job that held
+	// a node then may have ended since (a DAT starting kills it), and
+	// then its story, not a list, says it ran at that moment.
+	resFrom, resTo time.Time
 }
 
 func snapshot(t *testing.T, b *cliBroker) state {
@@ -702,7 +706,9 @@ func snapshot(t *testing.T, b *cliBroker) state {
 	b.mustJSON(&s.list, "admin", "jobs", "-a", "-u", "*", "-r", "--json")
 	b.mustJSON(&s.resvs, "admin", "resv", "list", "--json")
 	b.mustJSON(&s.qpu, "admin", "qpu", "jobs", "-a", "-u", "*", "--json")
+	s.resFrom = time.Now()
 	b.mustJSON(&s.res, "admin", "resource", "list", "--json")
+	s.resTo = time.Now()
 	b.mustJSON(&s.users, "admin", "user", "list", "--json")
 	b.mustJSON(&s.laterJobs, "admin", "jobs", "-a", "-u", "*", "-r", "--json")
 	b.mustJSON(&s.laterResvs, "admin", "resv", "list", "--json")
@@ -995,7 +1001,12 @@ func (w restartWindow) diffResources(before, after state, moved bool) string {
 			runs := func(j api.Job) bool {
 				return j.ID == n.Job && j.State == api.JobRunning && holds(j.Nodes, n.Name)
 			}
-			ok = slices.ContainsFunc(after.jobs, runs) || slices.ContainsFunc(after.laterJobs, runs)
+			ranThen := func(j api.Job) bool {
+				// A requeued job's record no longer names its nodes.
+				return j.ID == n.Job && (j.Nodes == "" || holds(j.Nodes, n.Name)) && ranDuring(j, after.resFrom, after.resTo)
+			}
+			ok = slices.ContainsFunc(after.list, runs) || slices.ContainsFunc(after.jobs, runs) ||
+				slices.ContainsFunc(after.laterJobs, runs) || slices.ContainsFunc(after.jobs, ranThen)
 		case api.NodeReserved, api.NodeMaint:
 			holdsNode := func(r api.Resv) bool {
 				return r.Name == n.Resv && r.State == "active" && holds(r.Nodes, n.Name)
@@ -1012,6 +1023,22 @@ func (w restartWindow) diffResources(before, after state, moved bool) string {
 		}
 	}
 	return d.String()
+}
+
+// ranDuring reports whether j's story has it running at some moment of
+// [from, to]: a running line at or before to, whose next line (its end,
+// or its requeue) is at or after from. The story counts whole seconds.
+func ranDuring(j api.Job, from, to time.Time) bool {
+	from, to = from.Truncate(time.Second), to.Truncate(time.Second).Add(time.Second)
+	for i, e := range j.Events {
+		if e.State != api.JobRunning || e.Time.After(to) {
+			continue
+		}
+		if i+1 == len(j.Events) || !j.Events[i+1].Time.Before(from) {
+			return true
+		}
+	}
+	return false
 }
 
 // TestRestartWindow: what the restart window allows a job, a reservation
@@ -1046,6 +1073,16 @@ func TestRestartWindow(t *testing.T) {
 	qdone.State, qdone.Start, qdone.End, qdone.ExecMS, qdone.Attempts = api.QPUCompleted, t0.Add(time.Second), t0.Add(2*time.Second), 20, 1
 	qback := qdone
 	qback.State = api.QPUQueued
+	// Killed (by a DAT starting) at t0+4 s, after 2 s on n1; requeued
+	// the same way, its record no longer naming the node.
+	killed := started
+	killed.State, killed.EndTime = api.JobKilled, t0.Add(4*time.Second)
+	killed.Events = append(slices.Clone(started.Events), api.JobEvent{Time: t0.Add(4 * time.Second), State: api.JobKilled})
+	requeued := started
+	requeued.State, requeued.StartTime, requeued.Nodes = api.JobPending, time.Time{}, ""
+	requeued.Events = append(slices.Clone(started.Events), api.JobEvent{Time: t0.Add(4 * time.Second), State: api.JobPending})
+	allocated := api.ResourcesReply{Nodes: []api.NodeStatus{{Name: "n1", State: api.NodeAllocated, Job: 1}}}
+	elsewhere := api.ResourcesReply{Nodes: []api.NodeStatus{{Name: "n2", State: api.NodeAllocated, Job: 1}}}
 	for _, tc := range []struct {
 		name          string
 		before, after state
@@ -1071,6 +1108,17 @@ func TestRestartWindow(t *testing.T) {
 		{"a user's credentials changed", state{users: []api.User{{Name: "bob", Key: "UA"}}}, state{users: []api.User{{Name: "bob"}}}, "users differ"},
 		{"a node allocated to no running job", state{jobs: []api.Job{pending}, res: api.ResourcesReply{Nodes: []api.NodeStatus{{Name: "n0", State: api.NodeFree}}}},
 			state{jobs: []api.Job{started}, res: api.ResourcesReply{Nodes: []api.NodeStatus{{Name: "n0", State: api.NodeAllocated, Job: 1}}}}, "do not explain"},
+		{"a node whose job a DAT killed after the snapshot", state{jobs: []api.Job{started}, res: allocated},
+			state{jobs: []api.Job{killed}, res: allocated, resFrom: t0.Add(3 * time.Second), resTo: t0.Add(3 * time.Second)}, ""},
+		{"a node whose job was requeued after the snapshot", state{jobs: []api.Job{started}, res: allocated},
+			state{jobs: []api.Job{requeued}, res: allocated, resFrom: t0.Add(3 * time.Second), resTo: t0.Add(3 * time.Second)}, ""},
+		{"a node whose job ended before the snapshot", state{jobs: []api.Job{started}, res: allocated},
+			state{jobs: []api.Job{killed}, res: allocated, resFrom: t0.Add(5 * time.Second), resTo: t0.Add(5 * time.Second)}, "do not explain"},
+		{"a node whose job ran elsewhere", state{jobs: []api.Job{started}, res: elsewhere},
+			state{jobs: []api.Job{killed}, res: elsewhere,
+				resFrom: t0.Add(3 * time.Second), resTo: t0.Add(3 * time.Second)}, "do not explain"},
+		{"a node of a job listed running before the snapshot", state{list: []api.Job{started}, jobs: []api.Job{started}, res: allocated},
+			state{list: []api.Job{started}, jobs: []api.Job{killed}, res: allocated, resFrom: t0.Add(5 * time.Second), resTo: t0.Add(5 * time.Second)}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := w.diff(tc.before, tc.after)
