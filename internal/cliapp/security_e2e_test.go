@@ -86,6 +86,9 @@ func TestE2ESecurityUserLifecycle(t *testing.T) {
 // with none he lists them and sees the ID and her name. A bad list is
 // refused before the broker starts.
 func TestE2EPrivateData(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real broker processes")
+	}
 	for _, tc := range []struct {
 		args   []string
 		public bool
