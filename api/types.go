@@ -134,7 +134,8 @@ type Job struct {
 	Wait         *Wait          `json:"wait,omitempty"`   // why a pending job waits, as data
 	Nodes        string         `json:"nodes,omitempty"`  // hostlist of the nodes it runs or ran on: "node[0-7]"
 	NNodes       int            `json:"nnodes"`
-	Walltime     int64          `json:"walltime_s"` // seconds
+	Exclude      string         `json:"exclude,omitempty"` // hostlist of the nodes it may not run on
+	Walltime     int64          `json:"walltime_s"`        // seconds
 	SubmitTime   time.Time      `json:"submit_time,omitzero"`
 	StartTime    time.Time      `json:"start_time,omitzero"`
 	EndTime      time.Time      `json:"end_time,omitzero"`
@@ -186,7 +187,10 @@ type SubmitRequest struct {
 	Nodes int `json:"nodes"` // whole nodes, ≥ 1
 	// NodeList, a hostlist, asks for exactly these nodes; Nodes must
 	// count them.
-	NodeList   string            `json:"nodelist,omitempty"`
+	NodeList string `json:"nodelist,omitempty"`
+	// Exclude, a hostlist, keeps the job off these nodes (sbatch
+	// --exclude); not with NodeList.
+	Exclude    string            `json:"exclude,omitempty"`
 	Walltime   int64             `json:"walltime_s"` // seconds; 0: the instance default
 	Name       string            `json:"name,omitempty"`
 	Resv       string            `json:"resv,omitempty"` // run inside this reservation

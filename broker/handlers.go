@@ -108,6 +108,13 @@ func (r *Runtime) submit(ctx context.Context, q Request) (any, error) {
 		}
 		spec.NodeList = names
 	}
+	if sr.Exclude != "" {
+		names, err := hostlist.Parse(sr.Exclude)
+		if err != nil {
+			return nil, api.Errorf(api.CodeInvalidArgument, "exclude %q: %v: give a hostlist such as node[0-3]", sr.Exclude, err)
+		}
+		spec.Exclude = names
+	}
 	if sr.Nice != 0 {
 		if sr.Nice < 0 && !q.Admin {
 			return nil, api.Errorf(api.CodePermissionDenied, "nice %d would raise the job's priority, which only admins may do; give 0 or a positive nice to lower it", sr.Nice)

@@ -1403,6 +1403,9 @@ func (r *Runtime) apiJob(j instance.Job) api.Job {
 	if len(j.Nodes) > 0 {
 		out.Nodes = hostlist.Format(j.Nodes)
 	}
+	if len(j.Spec.Exclude) > 0 {
+		out.Exclude = hostlist.Format(j.Spec.Exclude)
+	}
 	if w := j.Wait; w != nil {
 		out.Wait = &api.Wait{Kind: api.WaitKind(w.Kind.String()), Resv: w.Resv, Backend: w.Backend, Until: unix(w.Until), Position: w.Position}
 		for _, id := range w.Jobs {

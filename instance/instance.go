@@ -647,6 +647,9 @@ func (in *Instance) checkResources(spec *Spec) error {
 			seen[n] = true
 		}
 		spec.Nodes = len(spec.NodeList)
+		if len(spec.Exclude) > 0 {
+			return fmt.Errorf("%w: a job that names its nodes cannot also exclude nodes: give the nodes it needs, or how many and which to avoid", ErrInvalid)
+		}
 	} else if spec.Nodes < 0 {
 		return fmt.Errorf("%w: node count %d is negative", ErrInvalid, spec.Nodes)
 	} else if spec.Nodes == 0 && len(spec.Slots) == 0 {
@@ -654,6 +657,18 @@ func (in *Instance) checkResources(spec *Spec) error {
 	}
 	if spec.Nodes > in.tl.NodeCount() {
 		return fmt.Errorf("%w: %d nodes requested but instance %s has only %d", ErrInvalid, spec.Nodes, in.path, in.tl.NodeCount())
+	}
+	if len(spec.Exclude) > 0 {
+		seen := make(map[string]bool, len(spec.Exclude))
+		for _, n := range spec.Exclude {
+			if _, ok := in.tl.NodeIndex(n); !ok {
+				return fmt.Errorf("%w: excluded node %q is not in instance %s (it has %s)", ErrInvalid, n, in.path, in.nodeList())
+			}
+			seen[n] = true
+		}
+		if left := in.tl.NodeCount() - len(seen); spec.Nodes > left {
+			return fmt.Errorf("%w: %d nodes requested but instance %s has only %d besides the %d excluded: ask for fewer nodes or exclude fewer", ErrInvalid, spec.Nodes, in.path, left, len(seen))
+		}
 	}
 	for name, n := range spec.Slots {
 		p, ok := in.tl.PoolIndex(name)

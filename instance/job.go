@@ -86,6 +86,7 @@ type Spec struct {
 	Name     string
 	Nodes    int            // number of nodes; ignored when NodeList is set
 	NodeList []string       // exactly these nodes
+	Exclude  []string       // never these nodes (sbatch --exclude); not with NodeList
 	Walltime Duration       // 0: the instance's default
 	Slots    map[string]int // QPU slots per backend
 	Resv     string         // run inside this reservation
@@ -224,6 +225,7 @@ func (j *Job) copyWith(w *Wait) Job {
 	}
 	c.Nodes = append([]string(nil), j.Nodes...)
 	c.Spec.NodeList = append([]string(nil), j.Spec.NodeList...)
+	c.Spec.Exclude = append([]string(nil), j.Spec.Exclude...)
 	c.Spec.Deps = append([]Dep(nil), j.Spec.Deps...)
 	if j.Spec.Slots != nil {
 		c.Spec.Slots = make(map[string]int, len(j.Spec.Slots))

@@ -352,9 +352,13 @@ func (in *Instance) unavailable(j *Job) string {
 		}
 		return "it names nodes that cannot be used now: " + in.outText(out)
 	}
-	if j.Spec.Nodes > in.usable.Len() {
-		return fmt.Sprintf("%d nodes requested but only %d of instance %s's %d are usable: %s",
-			j.Spec.Nodes, in.usable.Len(), in.path, in.tl.NodeCount(), in.outText(in.names(in.out)))
+	if w := in.allowed(j); j.Spec.Nodes > w.Len() {
+		besides := ""
+		if len(j.Spec.Exclude) > 0 {
+			besides = " besides those it excludes"
+		}
+		return fmt.Sprintf("%d nodes requested but only %d of instance %s's %d are usable%s: %s",
+			j.Spec.Nodes, w.Len(), in.path, in.tl.NodeCount(), besides, in.outText(in.names(in.out)))
 	}
 	return ""
 }

@@ -20,8 +20,8 @@ func (in *Instance) request(j *Job) timeline.Request {
 		req.NodeSet = timeline.Nodes(idx...)
 	} else {
 		req.Nodes = j.Spec.Nodes
-		if req.Nodes > 0 && !in.out.IsEmpty() {
-			req.Within = in.usable // nothing new on nodes down or drained
+		if req.Nodes > 0 && (!in.out.IsEmpty() || len(j.Spec.Exclude) > 0) {
+			req.Within = in.allowed(j) // nothing new on nodes down or drained
 		}
 	}
 	if len(j.Spec.Slots) > 0 {
@@ -32,6 +32,25 @@ func (in *Instance) request(j *Job) timeline.Request {
 		}
 	}
 	return req
+}
+
+// allowed is the set of nodes job j may be placed on: those usable (not
+// down or drained), less those it excludes.
+func (in *Instance) allowed(j *Job) timeline.NodeSet {
+	w := timeline.Range(0, in.tl.NodeCount())
+	if !in.out.IsEmpty() {
+		w = in.usable
+	}
+	if len(j.Spec.Exclude) == 0 {
+		return w
+	}
+	idx := make([]int, 0, len(j.Spec.Exclude))
+	for _, n := range j.Spec.Exclude {
+		if i, ok := in.tl.NodeIndex(n); ok {
+			idx = append(idx, i)
+		}
+	}
+	return w.Minus(timeline.Nodes(idx...))
 }
 
 // hold is how long a job holds its resources: its walltime and the kill

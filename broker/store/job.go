@@ -70,6 +70,7 @@ type JobSpec struct {
 	Name     string         `json:"name,omitempty"`
 	Nodes    int            `json:"nodes,omitempty"`
 	NodeList string         `json:"nodelist,omitempty"` // hostlist
+	Exclude  string         `json:"exclude,omitempty"`  // hostlist
 	Walltime int64          `json:"walltime_s"`
 	Slots    map[string]int `json:"qpu,omitempty"`
 	Resv     string         `json:"resv,omitempty"`
@@ -143,6 +144,9 @@ func FromJob(j instance.Job, m Meta) Job {
 	if len(j.Spec.NodeList) > 0 {
 		r.Spec.NodeList = hostlist.Format(j.Spec.NodeList)
 	}
+	if len(j.Spec.Exclude) > 0 {
+		r.Spec.Exclude = hostlist.Format(j.Spec.Exclude)
+	}
 	if len(j.Nodes) > 0 {
 		r.Nodes = hostlist.Format(j.Nodes)
 	}
@@ -194,6 +198,11 @@ func (r Job) Core() (instance.Job, Meta, error) {
 	if r.Spec.NodeList != "" {
 		if j.Spec.NodeList, err = hostlist.Parse(r.Spec.NodeList); err != nil {
 			return j, r.Meta, fmt.Errorf("spec.nodelist: %w", err)
+		}
+	}
+	if r.Spec.Exclude != "" {
+		if j.Spec.Exclude, err = hostlist.Parse(r.Spec.Exclude); err != nil {
+			return j, r.Meta, fmt.Errorf("spec.exclude: %w", err)
 		}
 	}
 	if r.Nodes != "" {

@@ -481,6 +481,7 @@ func TestRoundTripEveryField(t *testing.T) {
 	fill(reflect.ValueOf(&j).Elem(), &seed)
 	j.ID, j.Path, j.State, j.Term.EndState = 7, "root.j3", instance.Timeout, instance.Killed
 	j.Spec.NodeList, j.Nodes = []string{"n1", "n2"}, []string{"n4"}
+	j.Spec.Exclude = []string{"n5", "n7"}
 	j.Spec.Deps = []instance.Dep{{Kind: instance.AfterNotOK, Job: 3}, {Kind: instance.AfterOK, Job: 2, Archived: true, Ended: instance.Completed}}
 	j.Events = []instance.Event{{Time: 5, State: instance.Running, Reason: "started"}}
 	j.Wait = nil // derived: the core computes it afresh, it is not state

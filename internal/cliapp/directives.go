@@ -58,6 +58,7 @@ type dirOption struct {
 var sbatchOptions = []dirOption{
 	{"N", "nodes", "nodes", false},
 	{"w", "nodelist", "nodelist", false},
+	{"x", "exclude", "exclude", false},
 	{"n", "ntasks", "ntasks", false},
 	{"t", "time", "time", false},
 	{"J", "job-name", "name", false},

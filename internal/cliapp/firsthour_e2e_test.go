@@ -83,6 +83,37 @@ func TestCLINodelist(t *testing.T) {
 	}
 }
 
+// TestCLIExclude: -x/--exclude, from the command line or an #SBATCH
+// line, keeps a job off the nodes named, as sbatch -x does, and 'job
+// show' says which; a node the instance does not have, an exclusion that
+// leaves too few nodes, or one with -w is refused and queues nothing.
+func TestCLIExclude(t *testing.T) {
+	t.Parallel()
+	b := startCLIBrokerArgs(t, []string{"--nodes", "n[0-3]"}, "alice")
+	id := b.id(b.must("alice", "submit", "-N", "2", "-x", "n[0-1]", "--", "true"))
+	b.must("alice", "wait", id)
+	if j := b.job("alice", id); j.Nodes != "n[2-3]" || j.Exclude != "n[0-1]" {
+		t.Errorf("job %s, -x n[0-1], ran on %q, excluding %q; want n[2-3], n[0-1]", id, j.Nodes, j.Exclude)
+	}
+	if out := b.must("alice", "job", "show", id); !regexp.MustCompile(`(?m)^exclude:\s+n\[0-1\]$`).MatchString(out) {
+		t.Errorf("job show does not say what the job excludes:\n%s", out)
+	}
+	if err := os.WriteFile(filepath.Join(b.work, "x.sh"), []byte("#!/bin/sh\n#SBATCH --exclude=n[0-2]\necho $STRATA_NODELIST\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	id = b.id(b.must("alice", "submit", "-o", "x.out", "x.sh"))
+	b.must("alice", "wait", id)
+	if j := b.job("alice", id); j.Nodes != "n3" {
+		t.Errorf("job %s of #SBATCH --exclude=n[0-2] ran on %q; want n3", id, j.Nodes)
+	}
+	b.expect("alice", 1, `excluded node "n7" is not in instance root (it has n[0-3])`, "submit", "-x", "n7", "--", "true")
+	b.expect("alice", 1, "3 nodes requested but instance root has only 2 besides the 2 excluded", "submit", "-N", "3", "-x", "n[0-1]", "--", "true")
+	b.expect("alice", 2, "-x/--exclude: with -w/--nodelist", "submit", "-w", "n1", "-x", "n0", "--", "true")
+	if out := b.must("alice", "jobs", "-a"); strings.Count(out, "\n") != 3 { // the header and two jobs
+		t.Errorf("refused submissions queued something:\n%s", out)
+	}
+}
+
 // startCLIBrokerArgs is startCLIBroker with the broker's flags given.
 func startCLIBrokerArgs(t *testing.T, args []string, users ...string) *cliBroker {
 	t.Helper()

@@ -270,6 +270,9 @@ func printJob(w io.Writer, j api.Job) {
 	if j.NTasks > 0 {
 		rows = append(rows, [2]string{"ntasks", strconv.Itoa(j.NTasks)})
 	}
+	if j.Exclude != "" {
+		rows = append(rows, [2]string{"exclude", j.Exclude})
+	}
 	if j.Nice != 0 {
 		rows = append(rows, [2]string{"nice", strconv.Itoa(j.Nice)})
 	}

@@ -83,6 +83,8 @@ func TestSubmitRequest(t *testing.T) {
 		{[]string{"-o", "out-%j.txt", "-e", "/tmp/err-%j", "./sim", "-x", "in.dat"}, base(func(r *api.SubmitRequest) { r.Stdout, r.Stderr = "out-%j.txt", "/tmp/err-%j" })},
 		{[]string{"-w", "n[1-3]", "./sim", "-x", "in.dat"}, base(func(r *api.SubmitRequest) { r.Nodes, r.NodeList = 3, "n[1-3]" })},
 		{[]string{"--nodelist", "n3,n1", "-N", "2", "./sim", "-x", "in.dat"}, base(func(r *api.SubmitRequest) { r.Nodes, r.NodeList = 2, "n[1,3]" })},
+		{[]string{"-x", "n3,n1", "-N", "2", "./sim", "-x", "in.dat"}, base(func(r *api.SubmitRequest) { r.Nodes, r.Exclude = 2, "n[1,3]" })},
+		{[]string{"--exclude", "n[4-5]", "./sim", "-x", "in.dat"}, base(func(r *api.SubmitRequest) { r.Exclude = "n[4-5]" })},
 		// What follows the command belongs to it, flags included.
 		{[]string{"./sim", "-x", "in.dat", "-N", "4"}, base(func(r *api.SubmitRequest) { r.Command = append(r.Command, "-N", "4") })},
 		{[]string{"-N", "2", "./sim", "--", "-t"}, base(func(r *api.SubmitRequest) { r.Nodes, r.Command = 2, []string{"./sim", "--", "-t"} })},
@@ -125,6 +127,8 @@ func TestSubmitRequestErrors(t *testing.T) {
 		{[]string{"--name", strings.Repeat("x", 129), "true"}, []string{"--name", "at most 128"}},
 		{[]string{"-w", "n[3-1]", "true"}, []string{"-w/--nodelist", "hostlist"}},
 		{[]string{"-w", "n[1-2]", "-N", "3", "true"}, []string{"-w/--nodelist", "names 2 nodes", "-N asks for 3"}},
+		{[]string{"-x", "n[3-1]", "true"}, []string{"-x/--exclude", "hostlist"}},
+		{[]string{"-x", "n1", "-w", "n2", "true"}, []string{"-x/--exclude", "-w/--nodelist", "give one of the two"}},
 		{[]string{"--bogus", "true"}, []string{"bogus"}},
 		{[]string{"--hold=maybe", "true"}, []string{"hold"}},
 	} {

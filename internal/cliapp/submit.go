@@ -27,6 +27,7 @@ func jobFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.IntFlag{Name: "nodes", Aliases: []string{"N"}, Value: defaultNodes, Usage: "whole nodes to run on"},
 		&cli.StringFlag{Name: "nodelist", Aliases: []string{"w"}, Usage: "run on exactly these nodes, a hostlist: node[0-3] (-N, if given, must count them)"},
+		&cli.StringFlag{Name: "exclude", Aliases: []string{"x"}, Usage: "never run on these nodes, a hostlist: node[4-5] (not with -w)"},
 		&cli.StringFlag{Name: "time", Aliases: []string{"t"}, Value: defaultWalltime,
 			Usage: "walltime: 90m, 1h30m, 1d12h, D-HH:MM:SS, HH:MM:SS, MM:SS, or minutes alone (90); default: the instance's"},
 		&cli.StringFlag{Name: "name", Usage: "the job's name (default: the command's base name)"},
@@ -54,7 +55,7 @@ func jobFlags() []cli.Flag {
 type jobSpec struct {
 	Nodes                      int
 	NodesSet                   bool // -N was given (by a flag or a directive)
-	NodeList                   string
+	NodeList, Exclude          string
 	Time, Name, Resv, Begin    string
 	Hold, Requeue              bool
 	AfterOK, AfterAny, AfterNo string
@@ -68,7 +69,7 @@ type jobSpec struct {
 
 func readJobSpec(c *cli.Context) jobSpec {
 	return jobSpec{
-		Nodes: c.Int("nodes"), NodesSet: c.IsSet("nodes"), NodeList: c.String("nodelist"), Time: c.String("time"), Name: c.String("name"), Resv: c.String("resv"),
+		Nodes: c.Int("nodes"), NodesSet: c.IsSet("nodes"), NodeList: c.String("nodelist"), Exclude: c.String("exclude"), Time: c.String("time"), Name: c.String("name"), Resv: c.String("resv"),
 		Begin: c.String("begin"), Hold: c.Bool("hold"), Requeue: c.Bool("requeue"),
 		AfterOK: c.String("afterok"), AfterAny: c.String("afterany"), AfterNo: c.String("afternotok"),
 		QPU: c.StringSlice("qpu"), Output: c.String("output"), Error: c.String("error"),
@@ -106,6 +107,16 @@ func (s jobSpec) request(now time.Time, cwd string, environ []string) (api.Submi
 			return r, flagErr("-w/--nodelist", fmt.Errorf("%s names %d nodes but -N asks for %d: drop -N, or make the two agree", s.NodeList, len(names), s.Nodes))
 		}
 		r.Nodes, r.NodeList = len(names), hostlist.Format(names)
+	}
+	if s.Exclude != "" {
+		if s.NodeList != "" {
+			return r, flagErr("-x/--exclude", fmt.Errorf("with -w/--nodelist: a job that names its nodes has none to exclude; give one of the two"))
+		}
+		names, err := hostlist.Parse(s.Exclude)
+		if err != nil {
+			return r, flagErr("-x/--exclude", fmt.Errorf("%w: give a hostlist such as node[0-3] or n1,n5", err))
+		}
+		r.Exclude = hostlist.Format(names)
 	}
 	var err error
 	if s.Time != "" {
