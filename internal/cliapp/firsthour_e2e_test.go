@@ -114,6 +114,72 @@ func TestCLIExclude(t *testing.T) {
 	}
 }
 
+// TestCLICancelFilters: cancel -u, --state and --name pick the jobs to
+// cancel as scancel's do: the caller's own by default, only those in the
+// states and of the name given, an array's tasks one by one; another
+// user's jobs are refused to a user and left alone, and '-u *' is for
+// admins.
+func TestCLICancelFilters(t *testing.T) {
+	t.Parallel()
+	b := startCLIBroker(t, "n[0-2]", "alice", "bob")
+	for range 2 {
+		b.must("alice", "submit", "--name", "a", "--", "sleep", "300")
+	}
+	b.must("alice", "submit", "--hold", "--name", "a", "--", "true")
+	b.must("alice", "submit", "--hold", "--name", "b", "--", "true")
+	// One task at a time: the first runs, the others wait for it.
+	b.must("alice", "submit", "--name", "arr", "--array", "1-3%1", "--", "sleep", "300")
+	b.must("bob", "submit", "--hold", "--name", "a", "--", "true")
+	poll(t, 20*time.Second, "alice's two jobs named a and her array's first task to run", func() bool {
+		var running []api.Job
+		b.mustJSON(&running, "alice", "jobs", "--state", "running", "--json")
+		return len(running) == 3
+	})
+	// states returns each job's user, name and state, in ID order.
+	states := func() string {
+		var jobs []api.Job
+		b.mustJSON(&jobs, "admin", "jobs", "-a", "-u", "*", "-r", "--json")
+		var out []string
+		for _, j := range jobs {
+			out = append(out, fmt.Sprintf("%s:%s:%s", j.User, j.Name, j.State))
+		}
+		return strings.Join(out, " ")
+	}
+	const (
+		first = "alice:a:running alice:a:running alice:a:cancelled alice:b:pending alice:arr:running alice:arr:pending alice:arr:pending bob:a:pending"
+		// Cancelling the running first task of the array, by its task,
+		// leaves the others, and the second starts.
+		running = "alice:a:cancelled alice:a:cancelled alice:a:cancelled alice:b:pending alice:arr:cancelled alice:arr:running alice:arr:pending bob:a:pending"
+	)
+	for _, step := range []struct {
+		user string
+		args []string
+		code int
+		want string
+	}{
+		{"alice", []string{"cancel", "--state", "pending", "--name", "a"}, 0, first},
+		{"alice", []string{"cancel", "-u", "bob"}, 1, first},
+		{"alice", []string{"cancel", "-u", "*", "--name", "a"}, 1, first},
+		{"alice", []string{"cancel", "--state", "running"}, 0, running},
+		{"alice", []string{"cancel", "--name", "arr"}, 0,
+			"alice:a:cancelled alice:a:cancelled alice:a:cancelled alice:b:pending alice:arr:cancelled alice:arr:cancelled alice:arr:cancelled bob:a:pending"},
+		{"admin", []string{"cancel", "-u", "*", "--state", "pending"}, 0,
+			"alice:a:cancelled alice:a:cancelled alice:a:cancelled alice:b:cancelled alice:arr:cancelled alice:arr:cancelled alice:arr:cancelled bob:a:cancelled"},
+	} {
+		if r := b.run(step.user, nil, step.args...); r.code != step.code {
+			t.Fatalf("%s: exit %d, want %d: %s", step.user, r.code, step.code, r)
+		}
+		// A running job ends once its processes have; allow for that.
+		got := states()
+		for deadline := time.Now().Add(10 * time.Second); got != step.want && time.Now().Before(deadline); got = states() {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if got != step.want {
+			t.Fatalf("after %s's strata %q, the jobs are\n  %s\nwant\n  %s", step.user, step.args, got, step.want)
+		}
+	}
+}
+
 // startCLIBrokerArgs is startCLIBroker with the broker's flags given.
 func startCLIBrokerArgs(t *testing.T, args []string, users ...string) *cliBroker {
 	t.Helper()

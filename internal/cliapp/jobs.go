@@ -398,44 +398,129 @@ func cancelCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "cancel",
 		Usage:     "cancel jobs: take pending ones off the queue, end running ones",
-		UsageText: "strata cancel ID|ARRAY_TASK...",
+		UsageText: "strata cancel ID|ARRAY_TASK...\n   strata cancel [-u USER] [--state pending|running] [--name NAME]",
 		Description: "Cancels each job named. The ID of a job array cancels every task of it that has\n" +
-			"not ended; ARRAY_TASK (12_7) cancels one task.",
+			"not ended; ARRAY_TASK (12_7) cancels one task.\n\n" +
+			"Without IDs, -u, --state and --name pick the jobs, as scancel's do: every job of\n" +
+			"yours (of USER with -u; of everyone with -u '*', admins only) that has not ended,\n" +
+			"is in one of the states given and has the name given. Jobs that end meanwhile\n" +
+			"are passed over.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "user", Aliases: []string{"u"}, Usage: "cancel this user's jobs ('*': every user's; admins only)"},
+			&cli.StringFlag{Name: "state", Usage: "cancel only jobs in these states: pending, running"},
+			&cli.StringFlag{Name: "name", Usage: "cancel only jobs of this name"},
+		},
 		Action: runCancel,
 	}
 }
 
+// cancelTarget is a job to cancel: a job, a job array (its ID, task
+// nil) or one task of an array.
+type cancelTarget struct {
+	id   api.JobID
+	task *int
+}
+
 func runCancel(c *cli.Context) error {
-	if c.NArg() == 0 {
-		return usageErr(fmt.Errorf("'%s' needs at least one job ID", cmdName(c)))
+	filtered := c.IsSet("user") || c.IsSet("state") || c.IsSet("name")
+	if c.NArg() == 0 && !filtered {
+		return usageErr(fmt.Errorf("'%s' needs job IDs, or -u, --state or --name to pick the jobs", cmdName(c)))
 	}
-	type target struct {
-		id   api.JobID
-		task *int
+	if c.NArg() > 0 && filtered {
+		return usageErr(fmt.Errorf("give job IDs or -u/--state/--name, not both: the IDs name the jobs to cancel, the flags pick them"))
 	}
-	var ts []target
+	for _, f := range [][2]string{{"user", "-u/--user"}, {"state", "--state"}, {"name", "--name"}} {
+		// A flag whose value came out empty (--name "$UNSET") must not
+		// widen the cancel to every job it would have narrowed.
+		if c.IsSet(f[0]) && c.String(f[0]) == "" {
+			return flagErr(f[1], fmt.Errorf("empty: give a value, or leave the flag out"))
+		}
+	}
+	var ts []cancelTarget
 	for _, a := range c.Args().Slice() {
 		id, task, err := parseJobTarget(a)
 		if err != nil {
 			return usageErr(err)
 		}
-		ts = append(ts, target{id, task})
+		ts = append(ts, cancelTarget{id, task})
+	}
+	var req api.JobsRequest
+	if filtered {
+		var err error
+		if req, err = cancelFilter(c.String("user"), c.String("state")); err != nil {
+			return err
+		}
 	}
 	cl, err := dial(c)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	var last error
-	for _, t := range ts {
-		if err := call(c, cl, api.OpCancel, api.CancelRequest{ID: t.id, Task: t.task}, nil); err != nil {
-			if last != nil {
-				fmt.Fprintln(c.App.ErrWriter, "strata:", last)
-			}
-			last = err
+	if filtered {
+		if ts, err = cancelTargets(c, cl, req, c.String("name")); err != nil {
+			return err
 		}
 	}
+	var last error
+	for _, t := range ts {
+		err := call(c, cl, api.OpCancel, api.CancelRequest{ID: t.id, Task: t.task}, nil)
+		if err == nil || filtered && api.CodeOf(err) == api.CodeFailedPrecondition {
+			continue // picked by the flags, and ended since it was listed
+		}
+		if last != nil {
+			fmt.Fprintln(c.App.ErrWriter, "strata:", termSafe(last.Error()))
+		}
+		last = err
+	}
 	return last
+}
+
+// cancelFilter checks cancel's -u and --state and returns the jobs
+// request that lists the jobs they pick.
+func cancelFilter(user, state string) (api.JobsRequest, error) {
+	req, err := jobsRequest(false, user, state)
+	if err != nil {
+		return req, err
+	}
+	for _, s := range req.State {
+		if s.Terminal() {
+			return req, flagErr("--state", fmt.Errorf("%s jobs have ended, and there is nothing to cancel: give pending or running", s))
+		}
+	}
+	req.Brief = true
+	return req, nil
+}
+
+// cancelTargets lists the jobs req picks, with the name given (any when
+// ""), a page at a time, and returns them as cancel targets: an array's
+// task by its index, so that its array's other tasks are not cancelled
+// with it.
+func cancelTargets(c *cli.Context, cl *client.Client, req api.JobsRequest, name string) ([]cancelTarget, error) {
+	var ts []cancelTarget
+	for {
+		var rep jobsPage
+		if err := call(c, cl, api.OpJobs, &req, &rep); err != nil {
+			return nil, err
+		}
+		for _, j := range rep.Jobs {
+			if name != "" && j.Name != name {
+				continue
+			}
+			t := cancelTarget{id: j.ID}
+			if j.ArrayJob != 0 {
+				task := j.ArrayTask
+				t = cancelTarget{id: j.ArrayJob, task: &task}
+			}
+			ts = append(ts, t)
+		}
+		if rep.Next == "" {
+			return ts, nil
+		}
+		if rep.Next == req.Cursor {
+			return nil, fmt.Errorf("the broker sent the same page of jobs twice (cursor %q): nothing was cancelled", rep.Next)
+		}
+		req.Cursor = rep.Next
+	}
 }
 
 // eachJob calls f for every ID, printing all errors but the last, which it

@@ -261,6 +261,13 @@ func TestUsageErrorsBeforeDial(t *testing.T) {
 	for _, args := range [][]string{
 		{"cancel"},
 		{"cancel", "12", "x"},
+		{"cancel", "12", "-u", "alice"},
+		{"cancel", "--name", ""},
+		{"cancel", "-u", ""},
+		{"cancel", "--state", ""},
+		{"cancel", "--state", "completed"},
+		{"cancel", "--state", "nope"},
+		{"cancel", "-u", "NotAUser"},
 		{"wait", "0"},
 		{"job", "show"},
 		{"job", "show", "1", "2"},
