@@ -350,7 +350,11 @@ func (r *Runtime) jobs(_ context.Context, q Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	jobs, more := inst.JobsAfter(instance.JobID(after), jr.Size(), func(j *instance.Job) bool {
+	list := inst.JobsAfter
+	if jr.Brief {
+		list = inst.BriefJobsAfter
+	}
+	jobs, more := list(instance.JobID(after), jr.Size(), func(j *instance.Job) bool {
 		if user != "" && j.Spec.User != user {
 			return false
 		}

@@ -204,6 +204,40 @@ func (j *Job) copyAt(p place) Job {
 	return j.copyWith(w)
 }
 
+// brief returns a copy of the record with what a table of jobs shows (see
+// api.Job.Brief): all of it but its history (Events), node list,
+// exclusion, dependencies and QPU slots, which are left empty. Its
+// Reason is copy's. Copying and formatting the history is most of
+// copy's cost, and a list of jobs shows none of it.
+func (j *Job) brief() Job {
+	var w *Wait
+	if j.State == Pending && j.inst != nil {
+		w = j.inst.waitFor(j, j.inst.placeOf(j))
+	}
+	c := *j
+	c.Wait = w
+	if w != nil {
+		c.Reason = j.inst.pendingReason(j, w)
+	}
+	if n := len(j.Events); j.State == Running && n > 0 {
+		c.Reason = j.Events[n-1].text()
+	}
+	c.Events = nil
+	c.Nodes = append([]string(nil), j.Nodes...)
+	c.Spec.NodeList, c.Spec.Exclude, c.Spec.Deps, c.Spec.Slots = nil, nil, nil, nil
+	c.inst, c.planned, c.nodeSet, c.blockedBy, c.wait, c.waitErr = nil, false, timeline.NodeSet{}, "", waitNew, nil
+	return c
+}
+
+// text is the event's reason as a copy of the record shows it: with the
+// nodes it names, if any.
+func (e Event) text() string {
+	if e.nodes != nil {
+		return e.Reason + " on " + hostlist.Format(e.nodes)
+	}
+	return e.Reason
+}
+
 // copyWith is copy for pending job j waiting as w says (nil for a job
 // that is not pending).
 func (j *Job) copyWith(w *Wait) Job {
@@ -216,8 +250,7 @@ func (j *Job) copyWith(w *Wait) Job {
 	c.Events = append([]Event(nil), j.Events...)
 	for i, e := range c.Events {
 		if e.nodes != nil {
-			c.Events[i].Reason = e.Reason + " on " + hostlist.Format(e.nodes)
-			c.Events[i].nodes = nil
+			c.Events[i].Reason, c.Events[i].nodes = e.text(), nil
 		}
 	}
 	if j.State == Running && len(c.Events) > 0 {

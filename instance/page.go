@@ -6,6 +6,17 @@ package instance
 // job of the tree it looks at, so a page of a long list costs about the
 // page, not the list, when keep accepts most jobs.
 func (in *Instance) JobsAfter(after JobID, limit int, keep func(*Job) bool) (jobs []Job, more bool) {
+	return in.jobsAfter(after, limit, keep, (*Job).copy)
+}
+
+// BriefJobsAfter is JobsAfter with the records a table of jobs shows:
+// without their history, node list, exclusion, dependencies and QPU
+// slots (see api.Job.Brief), which cost most of a copy.
+func (in *Instance) BriefJobsAfter(after JobID, limit int, keep func(*Job) bool) (jobs []Job, more bool) {
+	return in.jobsAfter(after, limit, keep, (*Job).brief)
+}
+
+func (in *Instance) jobsAfter(after JobID, limit int, keep func(*Job) bool, cp func(*Job) Job) (jobs []Job, more bool) {
 	if limit <= 0 {
 		return nil, false
 	}
@@ -18,7 +29,7 @@ func (in *Instance) JobsAfter(after JobID, limit int, keep func(*Job) bool) (job
 			more = true
 			return false
 		}
-		jobs = append(jobs, j.copy())
+		jobs = append(jobs, cp(j))
 		return true
 	})
 	return jobs, more

@@ -1,8 +1,11 @@
 package instance
 
 import (
+	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/strata-hpc/strata/timeline"
 )
 
 // TestJobsAfter pages through a root's jobs with filters, limits and
@@ -80,5 +83,50 @@ func TestJobsAfter(t *testing.T) {
 	}
 	if jobs, more := in.JobsAfter(0, 0, nil); jobs != nil || more {
 		t.Fatalf("limit 0 gave %d jobs, more %v", len(jobs), more)
+	}
+}
+
+// TestBriefJobsAfter: a brief record is the whole record (copy's) less
+// its history, node list, exclusion, dependencies and QPU slots, for jobs
+// in every state: pending for each kind of reason, running, ended.
+func TestBriefJobsAfter(t *testing.T) {
+	admin, alice := Actor{User: "admin", Admin: true}, Actor{User: "alice"}
+	in, err := New(Config{Nodes: names("n", 4), Pools: []timeline.Pool{{Name: "qpu0", Size: 2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(id JobID, err error) JobID {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	done := must(in.Submit(0, alice, "root", Spec{Nodes: 1, Walltime: 10}))
+	run := must(in.Submit(0, alice, "root", Spec{Nodes: 2, Walltime: 100, Exclude: []string{"n0"}, Slots: map[string]int{"qpu0": 1}}))
+	must(in.Submit(1, alice, "root", Spec{NodeList: []string{"n3"}, Walltime: 10}))                         // waits for nodes
+	must(in.Submit(1, alice, "root", Spec{Nodes: 1, Walltime: 10, Deps: []Dep{{Kind: AfterOK, Job: run}}})) // a dependency
+	must(in.Submit(1, alice, "root", Spec{Nodes: 1, Walltime: 10, Hold: true}))
+	must(in.Submit(1, alice, "root", Spec{Nodes: 1, Walltime: 10, Begin: 500}))
+	if err := in.Exited(5, done, Exit{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Drain(6, admin, []string{"n1"}, "fan"); err != nil {
+		t.Fatal(err)
+	}
+	in.Ready()
+	full, _ := in.JobsAfter(0, 100, nil)
+	brief, _ := in.BriefJobsAfter(0, 100, nil)
+	if len(brief) != len(full) || len(full) != 6 {
+		t.Fatalf("%d brief records, %d whole ones; want 6 of each", len(brief), len(full))
+	}
+	for i, c := range full {
+		if len(c.Events) == 0 {
+			t.Fatalf("job %d has no history: the test compares nothing", c.ID)
+		}
+		c.Events, c.Spec.NodeList, c.Spec.Exclude, c.Spec.Deps, c.Spec.Slots = nil, nil, nil, nil, nil
+		if !reflect.DeepEqual(brief[i], c) {
+			t.Errorf("job %d (%s):\n brief %+v\n whole %+v", c.ID, c.State, brief[i], c)
+		}
 	}
 }
