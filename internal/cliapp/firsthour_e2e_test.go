@@ -27,9 +27,7 @@ func TestCLIDefaultWalltimeInside(t *testing.T) {
 strata job show --json $(strata submit -- true) | grep -o '"walltime_s": *[0-9]*'
 strata run -t 1h -- true 2>&1 | grep 'does not fit' && echo "explicit=refused"
 `
-	if err := os.WriteFile(filepath.Join(b.work, "wt.sh"), []byte("#!/bin/sh\n"+script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	b.script("wt.sh", "#!/bin/sh\n"+script)
 	id := b.id(b.must("alice", "batch", "-t", "1h", "-o", "wt.out", "wt.sh"))
 	r := b.run("alice", nil, "wait", id)
 	out, _ := os.ReadFile(filepath.Join(b.work, "wt.out"))
@@ -68,9 +66,7 @@ func TestCLINodelist(t *testing.T) {
 	if out, _ := os.ReadFile(filepath.Join(b.work, "w.out")); strings.TrimSpace(string(out)) != "n[1,3]" {
 		t.Errorf("the job saw STRATA_NODELIST %q; want n[1,3]", out)
 	}
-	if err := os.WriteFile(filepath.Join(b.work, "w.sh"), []byte("#!/bin/sh\n#SBATCH --nodelist=n2\necho $STRATA_NODELIST\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	b.script("w.sh", "#!/bin/sh\n#SBATCH --nodelist=n2\necho $STRATA_NODELIST\n")
 	id = b.id(b.must("alice", "submit", "-o", "w2.out", "w.sh"))
 	b.must("alice", "wait", id)
 	if j := b.job("alice", id); j.Nodes != "n2" {
@@ -98,9 +94,7 @@ func TestCLIExclude(t *testing.T) {
 	if out := b.must("alice", "job", "show", id); !regexp.MustCompile(`(?m)^exclude:\s+n\[0-1\]$`).MatchString(out) {
 		t.Errorf("job show does not say what the job excludes:\n%s", out)
 	}
-	if err := os.WriteFile(filepath.Join(b.work, "x.sh"), []byte("#!/bin/sh\n#SBATCH --exclude=n[0-2]\necho $STRATA_NODELIST\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	b.script("x.sh", "#!/bin/sh\n#SBATCH --exclude=n[0-2]\necho $STRATA_NODELIST\n")
 	id = b.id(b.must("alice", "submit", "-o", "x.out", "x.sh"))
 	b.must("alice", "wait", id)
 	if j := b.job("alice", id); j.Nodes != "n3" {

@@ -202,6 +202,15 @@ func (b *cliBroker) until(deadline time.Time, what string, cond func() bool) {
 var idLine = regexp.MustCompile(`^[1-9][0-9]*\n$`)
 
 // id checks that a command printed a job ID alone, and returns it.
+// script writes an executable file in the work directory, as a user
+// would write a batch script.
+func (b *cliBroker) script(name, text string) {
+	b.t.Helper()
+	if err := os.WriteFile(filepath.Join(b.work, name), []byte(text), 0o755); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
 func (b *cliBroker) id(out string) string {
 	b.t.Helper()
 	if !idLine.MatchString(out) {
@@ -459,11 +468,7 @@ func TestCLIResvChanges(t *testing.T) {
 func TestCLIBatchAlloc(t *testing.T) {
 	t.Parallel()
 	b := startCLIBroker(t, "n[0-7]", "alice")
-	script := func(name, text string) {
-		if err := os.WriteFile(filepath.Join(b.work, name), []byte("#!/bin/sh\n"+text), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	script := func(name, text string) { b.script(name, "#!/bin/sh\n"+text) }
 
 	t.Run("batch", func(t *testing.T) {
 		script("job.sh", `echo "batch=$STRATA_NODELIST"
