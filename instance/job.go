@@ -2,6 +2,7 @@ package instance
 
 import (
 	"fmt"
+	"maps"
 
 	"github.com/strata-hpc/strata/internal/hostlist"
 
@@ -187,33 +188,39 @@ func (j *Job) record(now Time, st State, reason string) {
 }
 
 // copy returns a copy of the record safe to hand to callers.
-func (j *Job) copy() Job {
-	var p place
+func (j *Job) copy() Job { return j.copyAt(j.queuePlace()) }
+
+// queuePlace is the job's place in its instance's queue: the zero place
+// for a job that is not pending.
+func (j *Job) queuePlace() place {
 	if j.State == Pending && j.inst != nil {
-		p = j.inst.placeOf(j)
+		return j.inst.placeOf(j)
 	}
-	return j.copyAt(p)
+	return place{}
 }
 
 // copyAt is copy for a job at place p of its instance's queue.
-func (j *Job) copyAt(p place) Job {
-	var w *Wait
+func (j *Job) copyAt(p place) Job { return j.copyWith(j.waitAt(p)) }
+
+// waitAt is how the job waits at place p of its instance's queue: nil
+// for a job that is not pending.
+func (j *Job) waitAt(p place) *Wait {
 	if j.State == Pending && j.inst != nil {
-		w = j.inst.waitFor(j, p)
+		return j.inst.waitFor(j, p)
 	}
-	return j.copyWith(w)
+	return nil
 }
 
 // brief returns a copy of the record with what a table of jobs shows (see
-// api.Job.Brief): all of it but its history (Events), node list,
-// exclusion, dependencies and QPU slots, which are left empty. Its
-// Reason is copy's. Copying and formatting the history is most of
-// copy's cost, and a list of jobs shows none of it.
-func (j *Job) brief() Job {
-	var w *Wait
-	if j.State == Pending && j.inst != nil {
-		w = j.inst.waitFor(j, j.inst.placeOf(j))
-	}
+// api.Job.Brief). Copying and formatting the history is most of copy's
+// cost, and a list of jobs shows none of it.
+func (j *Job) brief() Job { return j.briefWith(j.waitAt(j.queuePlace())) }
+
+// briefWith is brief for a job waiting as w says (nil for a job that is
+// not pending): the record safe to hand to callers, with its Reason as
+// copy gives it, but without its history (Events), node list, exclusion,
+// dependencies and QPU slots. copyWith adds those to it.
+func (j *Job) briefWith(w *Wait) Job {
 	c := *j
 	c.Wait = w
 	if w != nil {
@@ -239,33 +246,16 @@ func (e Event) text() string {
 }
 
 // copyWith is copy for pending job j waiting as w says (nil for a job
-// that is not pending).
+// that is not pending): briefWith's record with the rest copied in.
 func (j *Job) copyWith(w *Wait) Job {
-	c := *j
-	c.Wait = nil
-	if w != nil {
-		c.Wait = w
-		c.Reason = j.inst.pendingReason(j, w)
-	}
+	c := j.briefWith(w)
 	c.Events = append([]Event(nil), j.Events...)
 	for i, e := range c.Events {
-		if e.nodes != nil {
-			c.Events[i].Reason, c.Events[i].nodes = e.text(), nil
-		}
+		c.Events[i].Reason, c.Events[i].nodes = e.text(), nil
 	}
-	if j.State == Running && len(c.Events) > 0 {
-		c.Reason = c.Events[len(c.Events)-1].Reason
-	}
-	c.Nodes = append([]string(nil), j.Nodes...)
 	c.Spec.NodeList = append([]string(nil), j.Spec.NodeList...)
 	c.Spec.Exclude = append([]string(nil), j.Spec.Exclude...)
 	c.Spec.Deps = append([]Dep(nil), j.Spec.Deps...)
-	if j.Spec.Slots != nil {
-		c.Spec.Slots = make(map[string]int, len(j.Spec.Slots))
-		for k, v := range j.Spec.Slots {
-			c.Spec.Slots[k] = v
-		}
-	}
-	c.inst, c.planned, c.nodeSet, c.blockedBy, c.wait, c.waitErr = nil, false, timeline.NodeSet{}, "", waitNew, nil
+	c.Spec.Slots = maps.Clone(j.Spec.Slots)
 	return c
 }

@@ -202,6 +202,14 @@ func (b *cliBroker) until(deadline time.Time, what string, cond func() bool) {
 var idLine = regexp.MustCompile(`^[1-9][0-9]*\n$`)
 
 // id checks that a command printed a job ID alone, and returns it.
+func (b *cliBroker) id(out string) string {
+	b.t.Helper()
+	if !idLine.MatchString(out) {
+		b.t.Fatalf("printed %q; want a job ID alone", out)
+	}
+	return strings.TrimSpace(out)
+}
+
 // script writes an executable file in the work directory, as a user
 // would write a batch script.
 func (b *cliBroker) script(name, text string) {
@@ -209,14 +217,6 @@ func (b *cliBroker) script(name, text string) {
 	if err := os.WriteFile(filepath.Join(b.work, name), []byte(text), 0o755); err != nil {
 		b.t.Fatal(err)
 	}
-}
-
-func (b *cliBroker) id(out string) string {
-	b.t.Helper()
-	if !idLine.MatchString(out) {
-		b.t.Fatalf("printed %q; want a job ID alone", out)
-	}
-	return strings.TrimSpace(out)
 }
 
 // subset reports whether hostlist sub names only nodes of hostlist of.
