@@ -46,6 +46,12 @@ const (
 	// waiting at once (the broker's per-user limits); retry when some
 	// have been answered.
 	CodeTooManyRequests Code = "too_many_requests"
+	// CodeResourceExhausted: the broker cannot take changes now for want
+	// of something it needs to keep them (the disk holding its store is
+	// under its free-space reserve). An answer, not retried: it lasts
+	// until staff act, and a user is told at once rather than after the
+	// client's retries; asked again once staff have acted, it succeeds.
+	CodeResourceExhausted Code = "resource_exhausted"
 )
 
 // Codes lists every code of this protocol version, in table order.
@@ -53,6 +59,7 @@ var Codes = []Code{
 	CodeInvalidArgument, CodeNotFound, CodePermissionDenied, CodeUnauthenticated,
 	CodeConflict, CodeFailedPrecondition, CodeNoResources, CodeUnavailable,
 	CodeDeadlineExceeded, CodeCanceled, CodeInternal, CodeTooManyRequests,
+	CodeResourceExhausted,
 }
 
 // Known reports whether c is a code of this protocol version.
@@ -110,6 +117,7 @@ var (
 	ErrCanceled           = &Error{Code: CodeCanceled, Message: "canceled"}
 	ErrInternal           = &Error{Code: CodeInternal, Message: "internal error"}
 	ErrTooManyRequests    = &Error{Code: CodeTooManyRequests, Message: "too many requests"}
+	ErrResourceExhausted  = &Error{Code: CodeResourceExhausted, Message: "resource exhausted"}
 )
 
 // Errorf returns an *Error with the given code and a message formatted as by

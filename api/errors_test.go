@@ -43,7 +43,8 @@ func TestCodesTable(t *testing.T) {
 		}
 	}
 	for _, s := range []*Error{ErrInvalidArgument, ErrNotFound, ErrPermissionDenied, ErrUnauthenticated, ErrConflict,
-		ErrFailedPrecondition, ErrNoResources, ErrUnavailable, ErrDeadlineExceeded, ErrCanceled, ErrInternal, ErrTooManyRequests} {
+		ErrFailedPrecondition, ErrNoResources, ErrUnavailable, ErrDeadlineExceeded, ErrCanceled, ErrInternal, ErrTooManyRequests,
+		ErrResourceExhausted} {
 		if !seen[s.Code] {
 			t.Errorf("sentinel %s has no code in the table", s.Code)
 		}

@@ -176,13 +176,17 @@ func (d *diskReserve) written() {
 
 // refuse returns the error for a change asked for while the disk is under
 // the reserve, nil when it is not (or d is nil: no reserve). It measures
-// again when the last measure is older than diskCheckEvery.
+// again when the last measure is older than diskCheckEvery, or was under
+// the reserve: the refusal is an answer the client does not retry
+// (resource_exhausted), so the first change asked for once staff have
+// freed space must see the space, not a measure up to diskCheckEvery old.
+// A statfs per refused request costs less than the request.
 func (d *diskReserve) refuse() error {
 	if d == nil {
 		return nil
 	}
 	d.mu.Lock()
-	stale := time.Since(d.at) >= diskCheckEvery
+	stale := d.low || time.Since(d.at) >= diskCheckEvery
 	d.mu.Unlock()
 	if stale {
 		d.measure()
@@ -193,7 +197,7 @@ func (d *diskReserve) refuse() error {
 	if !low {
 		return nil
 	}
-	return api.Errorf(api.CodeUnavailable,
+	return api.Errorf(api.CodeResourceExhausted,
 		"the disk holding the broker's store %s has %s free, under the broker's reserve of %s (--min-free): nothing was changed; free space on that file system and the broker takes changes again by itself (running jobs go on, and their ends are recorded)",
 		d.dir, formatBytes(free), formatBytes(d.min))
 }

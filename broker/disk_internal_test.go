@@ -81,7 +81,7 @@ func TestDiskReserveRefuses(t *testing.T) {
 	dir := t.TempDir()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	err := newDiskReserve(dir, 1<<60, log).refuse()
-	if err == nil || api.CodeOf(err) != api.CodeUnavailable ||
+	if err == nil || api.CodeOf(err) != api.CodeResourceExhausted ||
 		!strings.Contains(err.Error(), "the disk holding the broker's store "+dir+" has ") ||
 		!strings.Contains(err.Error(), "under the broker's reserve of 1024 PiB (--min-free): nothing was changed; free space") {
 		t.Errorf("a reserve larger than the disk: %v", err)

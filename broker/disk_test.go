@@ -166,21 +166,26 @@ func TestDiskFull(t *testing.T) {
 			t.Errorf("refusal under the reserve: %q, want it to say %q", msg, want)
 		}
 	}
-	if api.CodeOf(refusal) != api.CodeUnavailable {
-		t.Errorf("refusal under the reserve: code %q, want %q (the client retries; space may return)", api.CodeOf(refusal), api.CodeUnavailable)
+	if api.CodeOf(refusal) != api.CodeResourceExhausted {
+		t.Errorf("refusal under the reserve: code %q, want %q (an answer: told at once, not retried)", api.CodeOf(refusal), api.CodeResourceExhausted)
 	}
 	mu.Lock()
 	nAcked := len(acked)
 	mu.Unlock()
 	// A change asked for now is refused by the broker's answer, from its
-	// measure of the disk, not by a wait on the store. (The client tries
-	// again until its deadline: space may return meanwhile.)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	// measure of the disk, not by a wait on the store, and the client
+	// returns that answer at once: it does not retry it until its
+	// deadline (a retried call's error ends "(N attempts over ...)").
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	var j api.Job
 	err := alice.Call(ctx, api.OpSubmit, api.SubmitRequest{Name: "refused", Nodes: 1, Walltime: 60, Command: ran("refused"), Cwd: cwd}, &j)
+	deadlined := ctx.Err() != nil
 	cancel()
-	if err == nil || !strings.Contains(err.Error(), "reserve") {
-		t.Errorf("a submission under the reserve: %v, want it refused for the reserve", err)
+	if err == nil || !strings.Contains(err.Error(), "reserve") || api.CodeOf(err) != api.CodeResourceExhausted {
+		t.Errorf("a submission under the reserve: %v (code %q), want it refused for the reserve with %q", err, api.CodeOf(err), api.CodeResourceExhausted)
+	}
+	if err != nil && (strings.Contains(err.Error(), "attempts over") || deadlined) {
+		t.Errorf("a submission under the reserve was retried until the deadline: %v", err)
 	}
 	// The work already taken goes on: the slow jobs end, the queued ones
 	// start and end, and all of it is recorded, into the reserve.

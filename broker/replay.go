@@ -24,8 +24,9 @@ import (
 // Keys are scoped by the sender (the subject's user token, enforced by the
 // server), the instance and the operation. Replies are kept in memory for
 // replayTTL, at most replayMax of them; an answer that says no answer came
-// (unavailable, deadline_exceeded, too_many_requests) is not kept, so its
-// retry is handled afresh.
+// (unavailable, deadline_exceeded) or that the change could not be taken
+// yet (too_many_requests, resource_exhausted: the disk under its reserve)
+// is not kept, so its retry is handled afresh.
 //
 // Memory alone does not outlive the broker: a change whose reply was lost
 // in a crash or a takeover would be made again by the next broker. So the
@@ -226,7 +227,7 @@ func keepReply(err error) bool {
 		return true
 	}
 	c := api.CodeOf(err)
-	return !api.Retryable(c) && c != api.CodeTooManyRequests
+	return !api.Retryable(c) && c != api.CodeTooManyRequests && c != api.CodeResourceExhausted
 }
 
 // waitReplay waits for the first attempt's reply, or ctx.

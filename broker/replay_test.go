@@ -3,10 +3,11 @@ package broker_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 
@@ -139,15 +140,27 @@ var sameAgain = map[string]bool{api.OpQPUMaint: true, api.OpResvUpdate: true, ap
 
 // The client sends a request again while no answer comes (here: no broker
 // serves the root yet, "no responders"), and never when the broker
-// answered, even with an error.
+// answered, even with an error, except unavailable (the broker cannot
+// serve for a moment: shutting down, deposed, its store refusing writes).
+// resource_exhausted, the disk under its reserve, is told at once.
 func TestClientRetriesOnlyWithoutAnswer(t *testing.T) {
 	b := startBroker(t, "")
 	admin := b.AdminCredsPath()
 	cl := dial(t, b, "root", admin)
-	var calls atomic.Int32
-	mux := broker.Mux{api.OpCancel: func(context.Context, broker.Request) (any, error) {
-		calls.Add(1)
-		return nil, api.Errorf(api.CodeInvalidArgument, "job 0 is not a job ID")
+	// The cancel handler answers job ID i with answers[i], and counts
+	// the attempts per ID.
+	answers := []api.Code{api.CodeInvalidArgument, api.CodeInvalidArgument, api.CodeResourceExhausted, api.CodeTooManyRequests, api.CodeUnavailable}
+	var mu sync.Mutex
+	attempts := map[api.JobID]int{}
+	mux := broker.Mux{api.OpCancel: func(_ context.Context, r broker.Request) (any, error) {
+		var req api.CancelRequest
+		if err := json.Unmarshal(r.Data, &req); err != nil || int(req.ID) >= len(answers) {
+			return nil, api.Errorf(api.CodeInternal, "test: bad cancel %s", r.Data)
+		}
+		mu.Lock()
+		attempts[req.ID]++
+		mu.Unlock()
+		return nil, api.Errorf(answers[req.ID], "test answer")
 	}}
 	go func() {
 		time.Sleep(700 * time.Millisecond)
@@ -163,16 +176,27 @@ func TestClientRetriesOnlyWithoutAnswer(t *testing.T) {
 	if d := time.Since(start); d < 500*time.Millisecond {
 		t.Errorf("answered after %v, before the root was served", d)
 	}
-	err := cl.Call(ctx, api.OpCancel, api.CancelRequest{ID: 1}, nil)
-	wantCode(t, err, api.CodeInvalidArgument)
-	if n := calls.Load(); n != 1 {
-		t.Errorf("an answered request was sent %d times", n)
+	for id := 1; id < len(answers); id++ {
+		want := answers[id]
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		err := cl.Call(cctx, api.OpCancel, api.CancelRequest{ID: api.JobID(id)}, nil)
+		cancel()
+		wantCode(t, err, want)
+		mu.Lock()
+		n := attempts[api.JobID(id)]
+		mu.Unlock()
+		switch retried := want == api.CodeUnavailable; {
+		case retried && n < 2:
+			t.Errorf("answered %s: sent %d times, want it sent again until the deadline", want, n)
+		case !retried && n != 1:
+			t.Errorf("answered %s: sent %d times, want once", want, n)
+		}
 	}
 	// An instance that does not exist, while the root answers, is
 	// reported at once: no retries.
 	start = time.Now()
 	gone := dial(t, b, "root.nosuch", admin)
-	_, err = gone.Whoami(ctx)
+	_, err := gone.Whoami(ctx)
 	wantCode(t, err, api.CodeNotFound)
 	if err == nil || strings.Contains(err.Error(), "attempts over") || !strings.Contains(err.Error(), "serves root but not this instance") {
 		t.Errorf("missing instance: %v, want not_found at once, saying the root is served", err)

@@ -297,7 +297,12 @@ func (c *Client) Whoami(ctx context.Context) (api.WhoamiReply, error) {
 // until it is answered or its deadline passes. Changes (api.IsChange) carry
 // one idempotency key (api.HeaderRequestKey) over every attempt, so the
 // broker makes a change once however often it is sent; reads are simply
-// asked again. An answer, error or not, is never retried.
+// asked again. An answer is not retried, with one exception: code
+// unavailable, which the broker answers when it cannot serve for a moment
+// (shutting down, no longer the active broker, its store refusing writes)
+// and which the broker that serves next, or the same one shortly, answers
+// for real. Every other code, resource_exhausted (the store's disk under
+// its reserve) and too_many_requests included, is returned at once.
 const (
 	// retryMin and retryMax bound the wait between attempts.
 	retryMin = 100 * time.Millisecond
