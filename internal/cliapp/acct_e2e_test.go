@@ -327,3 +327,65 @@ func TestE2EAcctArchivedResvAndQPU(t *testing.T) {
 	b.restart(args...)
 	t.Run("after a restart", check)
 }
+
+// TestE2EKeepFinishedMaxResv: --keep-finished-max bounds ended
+// reservations as it bounds ended jobs. With a bound of 2 (and a
+// retention of an hour), of four DATs that ended one after the other the
+// two that ended first are archived, oldest first: 'resv list' lists the
+// last two, 'acct --resv' still reports the first two as archived, and so
+// after a restart.
+func TestE2EKeepFinishedMaxResv(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs four DATs to their ends (about 7 s); skipped under -short")
+	}
+	args := []string{"--nodes", "node[0-3]", "--keep-finished", "1h", "--keep-finished-max", "2"}
+	b := startE2EBroker(t, args...)
+	b.must("admin", "user", "add", "alice", "-o", b.creds("alice"))
+	start := time.Now().Truncate(time.Second).Add(3 * time.Second)
+	names := []string{"r1", "r2", "r3", "r4"}
+	for i, name := range names {
+		// One node each, ending a second apart: r1 first.
+		req := api.ResvCreateRequest{Name: name, Start: start, End: start.Add(time.Duration(i+1) * time.Second),
+			NodeList: fmt.Sprintf("node%d", i), Users: []string{"alice"}}
+		if err := createResv(b, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	listed := func() []string {
+		var rvs []api.Resv
+		if err := json.Unmarshal([]byte(b.must("admin", "resv", "list", "--json")), &rvs); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, rv := range rvs {
+			out = append(out, rv.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	time.Sleep(time.Until(start.Add(4 * time.Second)))
+	check := func(t *testing.T) {
+		deadline := time.Now().Add(30 * time.Second)
+		for !slices.Equal(listed(), names[2:]) {
+			if time.Now().After(deadline) {
+				t.Fatalf("with --keep-finished-max 2, resv list lists %v; want %v", listed(), names[2:])
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		for i, name := range names {
+			var acct struct {
+				Resv         *api.Resv `json:"resv"`
+				ResvArchived bool      `json:"resv_archived"`
+			}
+			if err := json.Unmarshal([]byte(b.must("admin", "acct", "--resv", name, "-u", "*", "--json")), &acct); err != nil {
+				t.Fatal(err)
+			}
+			if want := i < 2; acct.Resv == nil || acct.ResvArchived != want || acct.Resv.State != "ended" {
+				t.Errorf("acct --resv %s: %+v, archived %v; want ended, archived %v (the two that ended first go)", name, acct.Resv, acct.ResvArchived, want)
+			}
+		}
+	}
+	t.Run("live", check)
+	b.restart(args...)
+	t.Run("after a restart", check)
+}
