@@ -336,12 +336,12 @@ func TestE2EAcctArchivedResvAndQPU(t *testing.T) {
 // after a restart.
 func TestE2EKeepFinishedMaxResv(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs four DATs to their ends (about 7 s); skipped under -short")
+		t.Skip("runs four DATs to their ends (about 9 s); skipped under -short")
 	}
 	args := []string{"--nodes", "node[0-3]", "--keep-finished", "1h", "--keep-finished-max", "2"}
 	b := startE2EBroker(t, args...)
 	b.must("admin", "user", "add", "alice", "-o", b.creds("alice"))
-	start := time.Now().Truncate(time.Second).Add(3 * time.Second)
+	start := time.Now().Truncate(time.Second).Add(5 * time.Second) // room for four creates on a loaded machine
 	names := []string{"r1", "r2", "r3", "r4"}
 	for i, name := range names {
 		// One node each, ending a second apart: r1 first.
