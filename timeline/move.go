@@ -984,14 +984,28 @@ func (t *Timeline) unknown(ranges []timeRange, n int, d Duration, apart Time) []
 	if len(fs) == 0 {
 		return ranges
 	}
+	// By lo (insertion sort: a few, mostly in order), one pass per range
+	// suffices: a range's lo only rises, so a fact that starts after it
+	// and every fact after that one cannot apply, and a fact passed
+	// either applied (lo is now past its hi) or never could. Going over
+	// the facts again until none applied cost unknown half its time
+	// (CTC repeated to 200,000 jobs under conservative).
+	for i := 1; i < len(fs); i++ {
+		f := fs[i]
+		j := i
+		for ; j > 0 && fs[j-1].lo > f.lo; j-- {
+			fs[j] = fs[j-1]
+		}
+		fs[j] = f
+	}
 	out := ranges[:0]
 	for _, r := range ranges {
-		for moved := true; moved && r.lo < min(r.hi, apart); {
-			moved = false
-			for _, f := range fs {
-				if f.lo <= r.lo && f.hi > r.lo {
-					r.lo, moved = min(f.hi, r.hi, apart), true
-				}
+		for _, f := range fs {
+			if f.lo > r.lo || r.lo >= min(r.hi, apart) {
+				break
+			}
+			if f.hi > r.lo {
+				r.lo = min(f.hi, r.hi, apart)
 			}
 		}
 		if r.lo < r.hi {
