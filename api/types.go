@@ -134,8 +134,9 @@ type Job struct {
 	Wait         *Wait          `json:"wait,omitempty"`   // why a pending job waits, as data
 	Nodes        string         `json:"nodes,omitempty"`  // hostlist of the nodes it runs or ran on: "node[0-7]"
 	NNodes       int            `json:"nnodes"`
-	Exclude      string         `json:"exclude,omitempty"` // hostlist of the nodes it may not run on
-	Walltime     int64          `json:"walltime_s"`        // seconds
+	NodeList     string         `json:"nodelist,omitempty"` // hostlist of the nodes it asked for by name (-w)
+	Exclude      string         `json:"exclude,omitempty"`  // hostlist of the nodes it may not run on
+	Walltime     int64          `json:"walltime_s"`         // seconds
 	SubmitTime   time.Time      `json:"submit_time,omitzero"`
 	StartTime    time.Time      `json:"start_time,omitzero"`
 	EndTime      time.Time      `json:"end_time,omitzero"`
@@ -363,6 +364,12 @@ type UpdateRequest struct {
 	Release  bool      `json:"release,omitempty"`    // release a hold
 	Walltime int64     `json:"walltime_s,omitempty"` // new walltime, seconds
 	Begin    time.Time `json:"begin,omitzero"`       // new earliest start
+	// NodeList, a hostlist, replaces the nodes the job names (sbatch
+	// -w); "" names none, and the job asks for as many anywhere.
+	// Exclude, a hostlist, replaces the nodes it avoids; "" avoids none.
+	// Nil leaves either alone.
+	NodeList *string `json:"nodelist,omitempty"`
+	Exclude  *string `json:"exclude,omitempty"`
 }
 
 // Validate checks the request's shape.
@@ -376,8 +383,10 @@ func (r *UpdateRequest) Validate() error {
 		return Errorf(CodeInvalidArgument, "hold and release exclude each other")
 	case r.Walltime < 0:
 		return Errorf(CodeInvalidArgument, "walltime_s must be positive, got %d", r.Walltime)
-	case r.Resv == "" && !r.NoResv && !r.Hold && !r.Release && r.Walltime == 0 && r.Begin.IsZero():
-		return Errorf(CodeInvalidArgument, "update of job %d changes nothing: give resv, no_resv, hold, release, walltime_s or begin", r.ID)
+	case r.NodeList != nil && *r.NodeList != "" && r.Exclude != nil && *r.Exclude != "":
+		return Errorf(CodeInvalidArgument, "nodelist and exclude exclude each other: a job that names its nodes has none to exclude")
+	case r.Resv == "" && !r.NoResv && !r.Hold && !r.Release && r.Walltime == 0 && r.Begin.IsZero() && r.NodeList == nil && r.Exclude == nil:
+		return Errorf(CodeInvalidArgument, "update of job %d changes nothing: give resv, no_resv, hold, release, walltime_s, begin, nodelist or exclude", r.ID)
 	case r.Resv != "" && !nameRe.MatchString(r.Resv):
 		return Errorf(CodeInvalidArgument, "invalid reservation name %q", r.Resv)
 	}

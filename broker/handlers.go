@@ -264,6 +264,13 @@ func (r *Runtime) update(ctx context.Context, q Request) (any, error) {
 		b := instance.Time(ur.Begin.Unix())
 		u.Begin = &b
 	}
+	var err error
+	if u.NodeList, err = updateNodes("nodelist", ur.NodeList); err != nil {
+		return nil, err
+	}
+	if u.Exclude, err = updateNodes("exclude", ur.Exclude); err != nil {
+		return nil, err
+	}
 	return r.do(ctx, func(now instance.Time) (any, error) {
 		if _, err := r.in.Step(now, instance.UpdateJob{Who: actor(q), Job: instance.JobID(ur.ID), Change: u}); err != nil {
 			return nil, coreError(err)
@@ -271,6 +278,22 @@ func (r *Runtime) update(ctx context.Context, q Request) (any, error) {
 		j, _ := r.in.Job(instance.JobID(ur.ID))
 		return r.apiJob(j), nil
 	})
+}
+
+// updateNodes reads an update's hostlist field: nil when not given, an
+// empty list when given empty (clear it).
+func updateNodes(field string, list *string) (*[]string, error) {
+	if list == nil {
+		return nil, nil
+	}
+	names := []string{}
+	if *list != "" {
+		var err error
+		if names, err = hostlist.Parse(*list); err != nil {
+			return nil, api.Errorf(api.CodeInvalidArgument, "%s %q: %v: give a hostlist such as node[0-3], or \"\" to clear it", field, *list, err)
+		}
+	}
+	return &names, nil
 }
 
 // visible returns job id if q's user may see it.

@@ -1403,6 +1403,9 @@ func (r *Runtime) apiJob(j instance.Job) api.Job {
 	if len(j.Nodes) > 0 {
 		out.Nodes = hostlist.Format(j.Nodes)
 	}
+	if len(j.Spec.NodeList) > 0 {
+		out.NodeList = hostlist.Format(j.Spec.NodeList)
+	}
 	if len(j.Spec.Exclude) > 0 {
 		out.Exclude = hostlist.Format(j.Spec.Exclude)
 	}

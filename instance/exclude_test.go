@@ -107,3 +107,95 @@ func TestExcludeErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestUpdateNodes: job update changes which nodes a pending job names or
+// avoids, and its plan follows; a change the instance cannot take, or one
+// that would leave the job both naming and excluding nodes, is refused and
+// changes nothing.
+func TestUpdateNodes(t *testing.T) {
+	alice, bob := Actor{User: "alice"}, Actor{User: "bob"}
+	in, err := New(Config{Nodes: names("n", 4)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := func() map[JobID][]string {
+		t.Helper()
+		out := map[JobID][]string{}
+		for _, e := range in.Ready().Effects {
+			if e.Kind == StartJob {
+				out[e.Job] = e.Nodes
+			}
+		}
+		return out
+	}
+	list := func(ns ...string) *[]string { return &ns }
+	id, err := in.Submit(0, alice, "root", Spec{Nodes: 2, Walltime: 100, Hold: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started()
+
+	for _, tc := range []struct {
+		name string
+		who  Actor
+		u    Update
+		err  string
+	}{
+		{"unknown excluded node", alice, Update{Exclude: list("n9")}, `excluded node "n9" is not in instance root`},
+		{"too few left", alice, Update{Exclude: list("n0", "n1", "n2")}, "2 nodes requested"},
+		{"unknown named node", alice, Update{NodeList: list("n0", "n7")}, `node "n7" is not in instance root`},
+		{"node named twice", alice, Update{NodeList: list("n0", "n0")}, "listed twice"},
+		{"both at once", alice, Update{NodeList: list("n0"), Exclude: list("n1")}, "cannot also exclude"},
+		{"another user's job", bob, Update{Exclude: list("n0")}, "job 1"},
+	} {
+		before, _ := in.Job(id)
+		err := in.Update(5, tc.who, id, tc.u)
+		if err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%s: Update = %v; want an error containing %q", tc.name, err, tc.err)
+		}
+		if after, _ := in.Job(id); !slices.Equal(after.Spec.Exclude, before.Spec.Exclude) || !slices.Equal(after.Spec.NodeList, before.Spec.NodeList) || after.Spec.Nodes != before.Spec.Nodes {
+			t.Errorf("%s: the refused update changed the job: %+v, was %+v", tc.name, after.Spec, before.Spec)
+		}
+	}
+
+	// Excluding n[0-1] leaves n[2-3], where best fit would not go.
+	if err := in.Update(10, alice, id, Update{Exclude: list("n0", "n1"), Hold: new(bool)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := started()[id]; !slices.Equal(got, []string{"n2", "n3"}) {
+		t.Fatalf("job %d, updated to exclude n[0-1], started on %v; want [n2 n3]", id, got)
+	}
+
+	// A held job that excludes n0 cannot be given a node list while it
+	// keeps the exclusion; clearing the exclusion in the same update can.
+	id2, err := in.Submit(20, alice, "root", Spec{Nodes: 1, Walltime: 100, Hold: true, Exclude: []string{"n0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = in.Update(21, alice, id2, Update{NodeList: list("n0", "n1")})
+	if err == nil || !strings.Contains(err.Error(), "excludes n0") || !strings.Contains(err.Error(), "clear the one it has") {
+		t.Errorf("a node list for a job that excludes n0 = %v; want a refusal that says to clear the exclusion", err)
+	}
+	if err := in.Update(22, alice, id2, Update{NodeList: list("n0", "n1"), Exclude: list(), Hold: new(bool)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := started()[id2]; !slices.Equal(got, []string{"n0", "n1"}) {
+		t.Fatalf("job %d, updated to name n[0-1], started on %v; want [n0 n1]", id2, got)
+	}
+	if j, _ := in.Job(id2); j.Spec.Nodes != 2 || j.Spec.Exclude != nil {
+		t.Errorf("job %d: %d nodes, excluding %v; want 2 nodes, excluding none", id2, j.Spec.Nodes, j.Spec.Exclude)
+	}
+
+	// An empty node list asks for as many nodes as the job named,
+	// anywhere.
+	id3, err := in.Submit(30, alice, "root", Spec{Walltime: 100, Hold: true, NodeList: []string{"n2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Update(31, alice, id3, Update{NodeList: list()}); err != nil {
+		t.Fatal(err)
+	}
+	if j, _ := in.Job(id3); j.Spec.Nodes != 1 || j.Spec.NodeList != nil || j.State != Pending {
+		t.Errorf("job %d after its node list was cleared: %d nodes, list %v, %s; want 1 node, no list, pending (held)", id3, j.Spec.Nodes, j.Spec.NodeList, j.State)
+	}
+}

@@ -2,6 +2,8 @@ package instance
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 )
 
 // Update changes a job. Nil or zero fields are left alone.
@@ -12,6 +14,12 @@ type Update struct {
 	Resv     *string  // move into this reservation; "" moves it out (pending jobs only)
 	Urgency  int      // a new urgency, 1..31
 	Deps     *[]Dep   // replace the dependencies (pending jobs only)
+	// NodeList replaces the nodes the job names (sbatch -w); empty, it
+	// names none and asks for as many as it named. Exclude replaces the
+	// nodes it avoids (sbatch -x); empty, it avoids none. A job cannot
+	// have both: give an empty one with the other to switch.
+	NodeList *[]string
+	Exclude  *[]string
 }
 
 // Update applies u to job id: to its owner or an admin; moving a job into a
@@ -79,6 +87,25 @@ func (in *Instance) Update(now Time, who Actor, id JobID, u Update) error {
 			}
 		}
 		spec.Deps = append([]Dep(nil), (*u.Deps)...)
+	}
+	if u.NodeList != nil {
+		spec.NodeList = nil
+		if len(*u.NodeList) > 0 {
+			spec.NodeList = slices.Clone(*u.NodeList)
+		}
+	}
+	if u.Exclude != nil {
+		spec.Exclude = nil
+		if len(*u.Exclude) > 0 {
+			spec.Exclude = slices.Clone(*u.Exclude)
+		}
+	}
+	if len(spec.NodeList) > 0 && len(spec.Exclude) > 0 && (u.NodeList == nil || u.Exclude == nil) {
+		kept, given := "excludes "+strings.Join(spec.Exclude, ","), "a node list"
+		if u.NodeList == nil {
+			kept, given = "names its nodes ("+strings.Join(spec.NodeList, ",")+")", "an exclusion"
+		}
+		return fmt.Errorf("%w: job %d %s, so it cannot also take %s: clear the one it has in the same update", ErrInvalid, id, kept, given)
 	}
 	if err := target.checkResources(&spec); err != nil {
 		return err

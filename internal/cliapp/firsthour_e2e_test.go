@@ -108,6 +108,40 @@ func TestCLIExclude(t *testing.T) {
 	}
 }
 
+// TestCLIUpdateNodes: job update -x and -w change which nodes a pending
+// job avoids or names, as scontrol update ExcNodeList and ReqNodeList do;
+// the change survives a restart, the job runs where it now may, and a
+// change the instance cannot take is refused and changes nothing.
+func TestCLIUpdateNodes(t *testing.T) {
+	t.Parallel()
+	b := startCLIBrokerArgs(t, []string{"--nodes", "n[0-3]"}, "alice", "bob")
+	id := b.id(b.must("alice", "submit", "--hold", "-N", "2", "--", "true"))
+	b.must("alice", "job", "update", id, "-x", "n0,n1")
+	b.expect("alice", 1, `excluded node "n7" is not in instance root`, "job", "update", id, "-x", "n7")
+	b.expect("alice", 2, "-x/--exclude", "job", "update", id, "-x", "n[")
+	b.expect("bob", 1, "no job "+id+" of yours", "job", "update", id, "-x", "n3")
+	b.restart()
+	if j := b.job("alice", id); j.Exclude != "n[0-1]" || j.State != api.JobPending {
+		t.Fatalf("job %s after update -x n0,n1 and a restart: %s, excluding %q; want pending, excluding n[0-1]", id, j.State, j.Exclude)
+	}
+	b.must("alice", "job", "update", id, "--release")
+	b.must("alice", "wait", id)
+	if j := b.job("alice", id); j.Nodes != "n[2-3]" {
+		t.Errorf("job %s, updated to exclude n[0-1], ran on %q; want n[2-3]", id, j.Nodes)
+	}
+
+	id = b.id(b.must("alice", "submit", "--hold", "-x", "n0", "--", "true"))
+	b.expect("alice", 1, "excludes n0, so it cannot also take a node list", "job", "update", id, "-w", "n0")
+	if j := b.job("alice", id); j.Exclude != "n0" || j.NodeList != "" {
+		t.Errorf("a refused update changed job %s: excluding %q, naming %q", id, j.Exclude, j.NodeList)
+	}
+	b.must("alice", "job", "update", id, "-w", "n0", "-x", "", "--release")
+	b.must("alice", "wait", id)
+	if j := b.job("alice", id); j.Nodes != "n0" || j.Exclude != "" {
+		t.Errorf("job %s, updated to run on n0 and exclude none, ran on %q, excluding %q", id, j.Nodes, j.Exclude)
+	}
+}
+
 // TestCLICancelFilters: cancel -u, --state and --name pick the jobs to
 // cancel as scancel's do: the caller's own by default, only those in the
 // states and of the name given, an array's tasks one by one; another
@@ -174,15 +208,18 @@ func TestCLICancelFilters(t *testing.T) {
 	}
 }
 
-// startCLIBrokerArgs is startCLIBroker with the broker's flags given.
+// startCLIBrokerArgs starts a broker with args (the flags of 'strata
+// broker start' after --listen and --state-dir) and adds users; at the
+// end of the test it cancels every job left before the broker is killed
+// (jobs would outlive it, in its keeper).
 func startCLIBrokerArgs(t *testing.T, args []string, users ...string) *cliBroker {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a real broker process")
 	}
-	dir := t.TempDir()
-	p := startBrokerProc(t, dir, freePort(t), args...)
-	b := &cliBroker{t: t, bin: strataBinary(t), dir: dir, work: t.TempDir(), tmp: t.TempDir(), uri: p.uri}
+	dir, port := t.TempDir(), freePort(t)
+	p := startBrokerProc(t, dir, port, args...)
+	b := &cliBroker{t: t, bin: strataBinary(t), dir: dir, work: t.TempDir(), tmp: t.TempDir(), uri: p.uri, proc: p, port: port, args: args}
 	t.Cleanup(b.cancelAll)
 	for _, u := range users {
 		b.must("admin", "user", "add", u, "-o", b.creds(u))

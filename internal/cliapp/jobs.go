@@ -2,6 +2,7 @@ package cliapp
 
 import (
 	"fmt"
+	"github.com/strata-hpc/strata/internal/hostlist"
 	"io"
 	"strconv"
 	"strings"
@@ -171,7 +172,7 @@ func jobCommand() *cli.Command {
 			{
 				Name:      "update",
 				Usage:     "change a job that has not started",
-				UsageText: "strata job update ID [--resv NAME | --no-resv] [--hold | --release] [-t WALLTIME] [--begin TIME]",
+				UsageText: "strata job update ID [--resv NAME | --no-resv] [--hold | --release] [-t WALLTIME] [--begin TIME] [-w HOSTLIST | -x HOSTLIST]",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "resv", Usage: "move the job into this reservation (admins)"},
 					&cli.BoolFlag{Name: "no-resv", Usage: "take the job out of its reservation"},
@@ -179,6 +180,8 @@ func jobCommand() *cli.Command {
 					&cli.BoolFlag{Name: "release", Usage: "release a held job"},
 					&cli.StringFlag{Name: "time", Aliases: []string{"t"}, Usage: "new walltime (as submit -t reads it)"},
 					&cli.StringFlag{Name: "begin", Usage: "new earliest start: " + timeForms},
+					&cli.StringFlag{Name: "nodelist", Aliases: []string{"w"}, Usage: "run on exactly these nodes, a hostlist; the job then asks for as many (\"\": any nodes, as many as it named)"},
+					&cli.StringFlag{Name: "exclude", Aliases: []string{"x"}, Usage: "never run on these nodes, a hostlist (\"\": exclude none)"},
 				},
 				Action: runJobUpdate,
 			},
@@ -270,6 +273,9 @@ func printJob(w io.Writer, j api.Job) {
 	if j.NTasks > 0 {
 		rows = append(rows, [2]string{"ntasks", strconv.Itoa(j.NTasks)})
 	}
+	if j.NodeList != "" {
+		rows = append(rows, [2]string{"nodelist", j.NodeList})
+	}
 	if j.Exclude != "" {
 		rows = append(rows, [2]string{"exclude", j.Exclude})
 	}
@@ -322,6 +328,19 @@ type updateFlags struct {
 	NoResv, Hold, Release        bool
 	Time, Begin                  string
 	TimeSet, BeginSet, ResvGiven bool
+	NodeList, Exclude            string
+	NodeListSet, ExcludeSet      bool
+}
+
+// updateFlagsOf reads the flags of job update.
+func updateFlagsOf(c *cli.Context) updateFlags {
+	return updateFlags{
+		Resv: c.String("resv"), NoResv: c.Bool("no-resv"), Hold: c.Bool("hold"), Release: c.Bool("release"),
+		Time: c.String("time"), Begin: c.String("begin"),
+		TimeSet: c.IsSet("time"), BeginSet: c.IsSet("begin"), ResvGiven: c.IsSet("resv"),
+		NodeList: c.String("nodelist"), Exclude: c.String("exclude"),
+		NodeListSet: c.IsSet("nodelist"), ExcludeSet: c.IsSet("exclude"),
+	}
 }
 
 // request turns the flags of job update into a request.
@@ -351,13 +370,40 @@ func (u updateFlags) request(id api.JobID, now time.Time) (api.UpdateRequest, er
 			return r, flagErr("--begin", err)
 		}
 	}
+	if u.NodeList != "" && u.Exclude != "" {
+		return r, usageErr(fmt.Errorf("-w/--nodelist and -x/--exclude exclude each other: a job that names its nodes has none to exclude; give one of the two (and the other as \"\" to clear it)"))
+	}
+	if r.NodeList, err = updateHostlist(u.NodeList, u.NodeListSet); err != nil {
+		return r, flagErr("-w/--nodelist", err)
+	}
+	if r.Exclude, err = updateHostlist(u.Exclude, u.ExcludeSet); err != nil {
+		return r, flagErr("-x/--exclude", err)
+	}
 	if err := r.Validate(); err != nil {
 		if isCode(err, api.CodeInvalidArgument) && strings.Contains(err.Error(), "changes nothing") {
-			return r, usageErr(fmt.Errorf("nothing to change: give --resv NAME, --no-resv, --hold, --release, -t WALLTIME or --begin TIME"))
+			return r, usageErr(fmt.Errorf("nothing to change: give --resv NAME, --no-resv, --hold, --release, -t WALLTIME, --begin TIME, -w HOSTLIST or -x HOSTLIST"))
 		}
 		return r, usageErr(err)
 	}
 	return r, nil
+}
+
+// updateHostlist is a hostlist flag of job update in its request: nil when
+// not given, "" when given empty (clear it), else the list in canonical
+// form.
+func updateHostlist(text string, set bool) (*string, error) {
+	if !set {
+		return nil, nil
+	}
+	if text == "" {
+		return &text, nil
+	}
+	names, err := hostlist.Parse(text)
+	if err != nil {
+		return nil, fmt.Errorf("%w: give a hostlist such as node[0-3] or n1,n5, or \"\" to clear it", err)
+	}
+	f := hostlist.Format(names)
+	return &f, nil
 }
 
 func runJobUpdate(c *cli.Context) error {
@@ -365,12 +411,7 @@ func runJobUpdate(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	u := updateFlags{
-		Resv: c.String("resv"), NoResv: c.Bool("no-resv"), Hold: c.Bool("hold"), Release: c.Bool("release"),
-		Time: c.String("time"), Begin: c.String("begin"),
-		TimeSet: c.IsSet("time"), BeginSet: c.IsSet("begin"), ResvGiven: c.IsSet("resv"),
-	}
-	req, err := u.request(id, time.Now())
+	req, err := updateFlagsOf(c).request(id, time.Now())
 	if err != nil {
 		return err
 	}

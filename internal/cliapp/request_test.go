@@ -179,12 +179,7 @@ func TestUpdateRequest(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			u := updateFlags{
-				Resv: c.String("resv"), NoResv: c.Bool("no-resv"), Hold: c.Bool("hold"), Release: c.Bool("release"),
-				Time: c.String("time"), Begin: c.String("begin"),
-				TimeSet: c.IsSet("time"), BeginSet: c.IsSet("begin"), ResvGiven: c.IsSet("resv"),
-			}
-			req, err = u.request(id, testNow)
+			req, err = updateFlagsOf(c).request(id, testNow)
 			return err
 		}, append([]string{"job", "update"}, args...)...)
 		return req, err
@@ -200,6 +195,13 @@ func TestUpdateRequest(t *testing.T) {
 		{[]string{"12", "--no-resv"}, api.UpdateRequest{ID: 12, NoResv: true}, ""},
 		{[]string{"12", "-t", "2h", "--begin", "+30m"}, api.UpdateRequest{ID: 12, Walltime: 7200, Begin: testNow.Add(30 * time.Minute)}, ""},
 		{[]string{"12", "-t2h"}, api.UpdateRequest{ID: 12, Walltime: 7200}, ""},
+		{[]string{"12", "-x", "n[3-1]"}, api.UpdateRequest{}, "-x/--exclude"},
+		{[]string{"12", "-x", "n1,n2,n3"}, api.UpdateRequest{ID: 12, Exclude: new("n[1-3]")}, ""},
+		{[]string{"12", "--exclude", ""}, api.UpdateRequest{ID: 12, Exclude: new("")}, ""},
+		{[]string{"12", "-w", "n[0-1]"}, api.UpdateRequest{ID: 12, NodeList: new("n[0-1]")}, ""},
+		{[]string{"12", "-w", "n0", "-x", ""}, api.UpdateRequest{ID: 12, NodeList: new("n0"), Exclude: new("")}, ""},
+		{[]string{"12", "-w", "n0", "-x", "n1"}, api.UpdateRequest{}, "exclude each other"},
+		{[]string{"12", "-w", "n[0"}, api.UpdateRequest{}, "-w/--nodelist"},
 		{[]string{"12"}, api.UpdateRequest{}, "nothing to change"},
 		{[]string{"12", "--hold", "--release"}, api.UpdateRequest{}, "exclude each other"},
 		{[]string{"12", "--resv", "physics", "--no-resv"}, api.UpdateRequest{}, "exclude each other"},

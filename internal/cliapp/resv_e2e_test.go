@@ -38,23 +38,10 @@ type cliBroker struct {
 	args []string // of 'strata broker start', after --listen and --state-dir
 }
 
-// startCLIBroker starts a broker on nodes with a short kill grace and
-// adds users, and at the end of the test cancels every job left before
-// the broker is killed (jobs would outlive it, in its keeper).
+// startCLIBroker is startCLIBrokerArgs on nodes with a short kill grace.
 func startCLIBroker(t *testing.T, nodes string, users ...string) *cliBroker {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts a real broker process")
-	}
-	dir, port := t.TempDir(), freePort(t)
-	args := []string{"--nodes", nodes, "--kill-grace", "200ms"}
-	p := startBrokerProc(t, dir, port, args...)
-	b := &cliBroker{t: t, bin: strataBinary(t), dir: dir, work: t.TempDir(), tmp: t.TempDir(), uri: p.uri, proc: p, port: port, args: args}
-	t.Cleanup(b.cancelAll)
-	for _, u := range users {
-		b.must("admin", "user", "add", u, "-o", b.creds(u))
-	}
-	return b
+	return startCLIBrokerArgs(t, []string{"--nodes", nodes, "--kill-grace", "200ms"}, users...)
 }
 
 // restart kills the broker with SIGKILL and starts it again on the same
