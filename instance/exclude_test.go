@@ -12,20 +12,7 @@ import (
 // planned on the others; nodes out of service and excluded nodes add up.
 func TestExclude(t *testing.T) {
 	admin, alice := Actor{User: "admin", Admin: true}, Actor{User: "alice"}
-	in, err := New(Config{Nodes: names("n", 4)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	started := func() map[JobID][]string {
-		t.Helper()
-		out := map[JobID][]string{}
-		for _, e := range in.Ready().Effects {
-			if e.Kind == StartJob {
-				out[e.Job] = e.Nodes
-			}
-		}
-		return out
-	}
+	in, started := fourNodes(t)
 	submit := func(now Time, spec Spec) JobID {
 		t.Helper()
 		id, err := in.Submit(now, alice, "root", spec)
@@ -114,20 +101,7 @@ func TestExcludeErrors(t *testing.T) {
 // changes nothing.
 func TestUpdateNodes(t *testing.T) {
 	alice, bob := Actor{User: "alice"}, Actor{User: "bob"}
-	in, err := New(Config{Nodes: names("n", 4)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	started := func() map[JobID][]string {
-		t.Helper()
-		out := map[JobID][]string{}
-		for _, e := range in.Ready().Effects {
-			if e.Kind == StartJob {
-				out[e.Job] = e.Nodes
-			}
-		}
-		return out
-	}
+	in, started := fourNodes(t)
 	list := func(ns ...string) *[]string { return &ns }
 	id, err := in.Submit(0, alice, "root", Spec{Nodes: 2, Walltime: 100, Hold: true})
 	if err != nil {
@@ -197,5 +171,25 @@ func TestUpdateNodes(t *testing.T) {
 	}
 	if j, _ := in.Job(id3); j.Spec.Nodes != 1 || j.Spec.NodeList != nil || j.State != Pending {
 		t.Errorf("job %d after its node list was cleared: %d nodes, list %v, %s; want 1 node, no list, pending (held)", id3, j.Spec.Nodes, j.Spec.NodeList, j.State)
+	}
+}
+
+// fourNodes returns an instance of nodes n[0-3] and a function that
+// reports, of the effects ready, the jobs started and their nodes.
+func fourNodes(t *testing.T) (*Instance, func() map[JobID][]string) {
+	t.Helper()
+	in, err := New(Config{Nodes: names("n", 4)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in, func() map[JobID][]string {
+		t.Helper()
+		out := map[JobID][]string{}
+		for _, e := range in.Ready().Effects {
+			if e.Kind == StartJob {
+				out[e.Job] = e.Nodes
+			}
+		}
+		return out
 	}
 }
