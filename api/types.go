@@ -384,7 +384,7 @@ func (r *UpdateRequest) Validate() error {
 	case r.Walltime < 0:
 		return Errorf(CodeInvalidArgument, "walltime_s must be positive, got %d", r.Walltime)
 	case r.NodeList != nil && *r.NodeList != "" && r.Exclude != nil && *r.Exclude != "":
-		return Errorf(CodeInvalidArgument, "nodelist and exclude exclude each other: a job that names its nodes has none to exclude")
+		return Errorf(CodeInvalidArgument, "nodelist and exclude exclude each other: a job that names its nodes has none to exclude; give one, and the other as \"\" to clear it")
 	case r.Resv == "" && !r.NoResv && !r.Hold && !r.Release && r.Walltime == 0 && r.Begin.IsZero() && r.NodeList == nil && r.Exclude == nil:
 		return Errorf(CodeInvalidArgument, "update of job %d changes nothing: give resv, no_resv, hold, release, walltime_s, begin, nodelist or exclude", r.ID)
 	case r.Resv != "" && !nameRe.MatchString(r.Resv):

@@ -120,7 +120,7 @@ func TestUpdateNodes(t *testing.T) {
 		{"unknown named node", alice, Update{NodeList: list("n0", "n7")}, `node "n7" is not in instance root`},
 		{"node named twice", alice, Update{NodeList: list("n0", "n0")}, "listed twice"},
 		{"both at once", alice, Update{NodeList: list("n0"), Exclude: list("n1")}, "cannot also exclude"},
-		{"another user's job", bob, Update{Exclude: list("n0")}, "job 1"},
+		{"another user's job", bob, Update{Exclude: list("n0")}, "no job 1 of yours to update"},
 	} {
 		before, _ := in.Job(id)
 		err := in.Update(5, tc.who, id, tc.u)

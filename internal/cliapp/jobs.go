@@ -2,7 +2,6 @@ package cliapp
 
 import (
 	"fmt"
-	"github.com/strata-hpc/strata/internal/hostlist"
 	"io"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/strata-hpc/strata/api"
 	"github.com/strata-hpc/strata/client"
+	"github.com/strata-hpc/strata/internal/hostlist"
 	"github.com/strata-hpc/strata/internal/when"
 )
 
