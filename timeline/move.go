@@ -171,6 +171,17 @@ type gap struct {
 	first  SpanID
 }
 
+// starts returns the starts [glo, ghi), within [lo, hi), of the windows of
+// length d that g may hold for span id: none when glo >= ghi. The bound
+// on hi does not hold for g.first (see gap).
+func (g gap) starts(lo, hi Time, d Duration, id SpanID) (glo, ghi Time) {
+	glo, ghi = max(lo, g.lo), hi
+	if g.hi < MaxTime && g.first != id {
+		ghi = min(ghi, g.hi-Time(d)+1)
+	}
+	return glo, ghi
+}
+
 // gapSeg is a run of nodes a span holds over [start, end) (see reach).
 type gapSeg struct {
 	start, end Time
@@ -414,11 +425,7 @@ func admits(r *freedRect, m *moveMemo) bool {
 		return false
 	}
 	for _, g := range r.gaps {
-		glo, ghi := max(lo, g.lo), hi
-		if g.hi < MaxTime && g.first != m.s.id {
-			ghi = min(ghi, g.hi-Time(d)+1)
-		}
-		if glo < ghi {
+		if glo, ghi := g.starts(lo, hi, d, m.s.id); glo < ghi {
 			return true
 		}
 	}
@@ -446,10 +453,7 @@ func (t *Timeline) countRoom(r *freedRect, m *moveMemo) bool {
 	lo, hi := max(m.nb, r.start-Time(d)+1), min(m.start, r.end)
 	use := int64(m.s.nodes.Len())
 	for _, g := range r.gaps {
-		glo, ghi := max(lo, g.lo), hi
-		if g.hi < MaxTime && g.first != m.s.id {
-			ghi = min(ghi, g.hi-Time(d)+1)
-		}
+		glo, ghi := g.starts(lo, hi, d, m.s.id)
 		if glo >= ghi {
 			continue
 		}
@@ -561,11 +565,7 @@ func (t *Timeline) moveRanges(s *span, m moveMemo, ok bool, key moveKey, nb Time
 			t.reach(r)
 		}
 		for _, g := range r.gaps {
-			glo, ghi := max(lo, g.lo), hi
-			if g.hi < MaxTime && g.first != s.id {
-				ghi = min(ghi, g.hi-Time(d)+1)
-			}
-			if glo < ghi {
+			if glo, ghi := g.starts(lo, hi, d, s.id); glo < ghi {
 				ranges = append(ranges, timeRange{glo, ghi})
 			}
 		}
