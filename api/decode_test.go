@@ -179,6 +179,12 @@ func TestUpdateValidate(t *testing.T) {
 		{UpdateRequest{ID: 1, Resv: "p", NoResv: true}, false},
 		{UpdateRequest{ID: 1, Hold: true, Release: true}, false},
 		{UpdateRequest{ID: 1, Walltime: -1}, false},
+		{UpdateRequest{ID: 1, Nodes: 3}, true},
+		{UpdateRequest{ID: 1, Nodes: -1}, false},
+		{UpdateRequest{ID: 1, QPU: &map[string]int{"qpu0": 2}}, true},
+		{UpdateRequest{ID: 1, QPU: &map[string]int{}}, true},
+		{UpdateRequest{ID: 1, QPU: &map[string]int{"qpu0": 0}}, false},
+		{UpdateRequest{ID: 1, QPU: &map[string]int{"Bad Name": 1}}, false},
 	} {
 		err := tc.r.Validate()
 		if tc.ok != (err == nil) {

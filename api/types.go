@@ -370,6 +370,11 @@ type UpdateRequest struct {
 	// Nil leaves either alone.
 	NodeList *string `json:"nodelist,omitempty"`
 	Exclude  *string `json:"exclude,omitempty"`
+	// Nodes is a new node count, ≥ 1 (0 leaves it alone); with a node
+	// list, kept or given, it must be the list's length. QPU replaces the
+	// job's QPU slots, backend → slots; empty ({}), it holds none.
+	Nodes int             `json:"nodes,omitempty"`
+	QPU   *map[string]int `json:"qpu,omitempty"`
 }
 
 // Validate checks the request's shape.
@@ -383,12 +388,17 @@ func (r *UpdateRequest) Validate() error {
 		return Errorf(CodeInvalidArgument, "hold and release exclude each other")
 	case r.Walltime < 0:
 		return Errorf(CodeInvalidArgument, "walltime_s must be positive, got %d", r.Walltime)
+	case r.Nodes < 0:
+		return Errorf(CodeInvalidArgument, "nodes must be at least 1, got %d", r.Nodes)
 	case r.NodeList != nil && *r.NodeList != "" && r.Exclude != nil && *r.Exclude != "":
 		return Errorf(CodeInvalidArgument, "nodelist and exclude exclude each other: a job that names its nodes has none to exclude; give one, and the other as \"\" to clear it")
-	case r.Resv == "" && !r.NoResv && !r.Hold && !r.Release && r.Walltime == 0 && r.Begin.IsZero() && r.NodeList == nil && r.Exclude == nil:
-		return Errorf(CodeInvalidArgument, "update of job %d changes nothing: give resv, no_resv, hold, release, walltime_s, begin, nodelist or exclude", r.ID)
+	case r.Resv == "" && !r.NoResv && !r.Hold && !r.Release && r.Walltime == 0 && r.Begin.IsZero() && r.NodeList == nil && r.Exclude == nil && r.Nodes == 0 && r.QPU == nil:
+		return Errorf(CodeInvalidArgument, "update of job %d changes nothing: give resv, no_resv, hold, release, walltime_s, begin, nodelist, exclude, nodes or qpu", r.ID)
 	case r.Resv != "" && !nameRe.MatchString(r.Resv):
 		return Errorf(CodeInvalidArgument, "invalid reservation name %q", r.Resv)
+	}
+	if r.QPU != nil {
+		return validateQPU(*r.QPU)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package instance
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -20,6 +21,13 @@ type Update struct {
 	// have both: give an empty one with the other to switch.
 	NodeList *[]string
 	Exclude  *[]string
+	// Nodes is a new node count (scontrol update NumNodes); a job that
+	// names its nodes runs on exactly those, so with a node list kept or
+	// given it must be the list's length.
+	Nodes int
+	// Slots replaces the job's QPU slots, backend → slots; empty, it
+	// holds none.
+	Slots *map[string]int
 }
 
 // Update applies u to job id: to its owner or an admin; moving a job into a
@@ -106,6 +114,21 @@ func (in *Instance) Update(now Time, who Actor, id JobID, u Update) error {
 			kept, given = "names its nodes ("+strings.Join(spec.NodeList, ",")+")", "an exclusion"
 		}
 		return fmt.Errorf("%w: job %d %s, so it cannot also take %s: clear the one it has in the same update", ErrInvalid, id, kept, given)
+	}
+	if u.Nodes < 0 {
+		return fmt.Errorf("%w: node count %d is negative; ask for at least 1", ErrInvalid, u.Nodes)
+	}
+	if u.Nodes > 0 {
+		if n := len(spec.NodeList); n > 0 && u.Nodes != n {
+			return fmt.Errorf("%w: job %d runs on exactly the nodes it names (%s), so it cannot ask for %d nodes: ask for %d, or clear its node list in the same update", ErrInvalid, id, strings.Join(spec.NodeList, ","), u.Nodes, n)
+		}
+		spec.Nodes = u.Nodes
+	}
+	if u.Slots != nil {
+		spec.Slots = nil
+		if len(*u.Slots) > 0 {
+			spec.Slots = maps.Clone(*u.Slots)
+		}
 	}
 	if err := target.checkResources(&spec); err != nil {
 		return err

@@ -142,6 +142,37 @@ func TestCLIUpdateNodes(t *testing.T) {
 	}
 }
 
+// TestCLIUpdateSize: job update -N and --qpu change a held job's node
+// count and QPU slots (scontrol update NumNodes, and Slurm's Licenses);
+// the change survives a restart, the job runs with it, and refusals name
+// what was wrong and change nothing.
+func TestCLIUpdateSize(t *testing.T) {
+	t.Parallel()
+	b := startCLIBrokerArgs(t, []string{"--nodes", "n[0-3]", "--qpu", "qpu0:2"}, "alice")
+	id := b.id(b.must("alice", "submit", "--hold", "--", "true"))
+	b.must("alice", "job", "update", id, "-N", "3", "--qpu", "qpu0:2")
+	b.expect("alice", 1, "5 nodes requested but instance root has only 4", "job", "update", id, "-N", "5")
+	b.expect("alice", 1, "QPU qpu0 has 2 slots here, 3 requested", "job", "update", id, "--qpu", "qpu0:3")
+	b.expect("alice", 2, "-N/--nodes", "job", "update", id, "-N", "0")
+	b.restart()
+	if j := b.job("alice", id); j.NNodes != 3 || j.QPU["qpu0"] != 2 || j.State != api.JobPending {
+		t.Fatalf("job %s after update -N 3 --qpu qpu0:2 and a restart: %s, %d nodes, QPU %v; want pending, 3 nodes, qpu0:2", id, j.State, j.NNodes, j.QPU)
+	}
+	b.must("alice", "job", "update", id, "--release")
+	b.must("alice", "wait", id)
+	if j := b.job("alice", id); j.NNodes != 3 || j.QPU["qpu0"] != 2 {
+		t.Errorf("job %s ran on %d nodes (%s) with QPU %v; want 3 nodes and qpu0:2", id, j.NNodes, j.Nodes, j.QPU)
+	}
+
+	id = b.id(b.must("alice", "submit", "--hold", "-w", "n1", "--qpu", "qpu0:1", "--", "true"))
+	b.expect("alice", 1, "runs on exactly the nodes it names (n1), so it cannot ask for 2 nodes", "job", "update", id, "-N", "2")
+	b.must("alice", "job", "update", id, "-N", "2", "-w", "", "--qpu", "", "--release")
+	b.must("alice", "wait", id)
+	if j := b.job("alice", id); j.NNodes != 2 || j.NodeList != "" || len(j.QPU) != 0 {
+		t.Errorf("job %s, updated to 2 nodes anywhere and no QPU: ran on %d nodes, naming %q, QPU %v", id, j.NNodes, j.NodeList, j.QPU)
+	}
+}
+
 // TestCLICancelFilters: cancel -u, --state and --name pick the jobs to
 // cancel as scancel's do: the caller's own by default, only those in the
 // states and of the name given, an array's tasks one by one; another

@@ -3,6 +3,7 @@ package cliapp
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -172,7 +173,7 @@ func jobCommand() *cli.Command {
 			{
 				Name:      "update",
 				Usage:     "change a job that has not started",
-				UsageText: "strata job update ID [--resv NAME | --no-resv] [--hold | --release] [-t WALLTIME] [--begin TIME] [-w HOSTLIST | -x HOSTLIST]",
+				UsageText: "strata job update ID [--resv NAME | --no-resv] [--hold | --release] [-t WALLTIME] [--begin TIME] [-N NODES] [-w HOSTLIST | -x HOSTLIST] [--qpu NAME:SLOTS]...",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "resv", Usage: "move the job into this reservation (admins)"},
 					&cli.BoolFlag{Name: "no-resv", Usage: "take the job out of its reservation"},
@@ -182,6 +183,8 @@ func jobCommand() *cli.Command {
 					&cli.StringFlag{Name: "begin", Usage: "new earliest start: " + timeForms},
 					&cli.StringFlag{Name: "nodelist", Aliases: []string{"w"}, Usage: "run on exactly these nodes, a hostlist; the job then asks for as many (\"\": any nodes, as many as it named)"},
 					&cli.StringFlag{Name: "exclude", Aliases: []string{"x"}, Usage: "never run on these nodes, a hostlist (\"\": exclude none)"},
+					&cli.IntFlag{Name: "nodes", Aliases: []string{"N"}, Usage: "new node count (with a node list, its length)"},
+					&cli.StringSliceFlag{Name: "qpu", Usage: "new QPU slots, NAME:SLOTS (repeatable, or comma-separated), replacing the job's (\"\": none)"},
 				},
 				Action: runJobUpdate,
 			},
@@ -330,6 +333,10 @@ type updateFlags struct {
 	TimeSet, BeginSet, ResvGiven bool
 	NodeList, Exclude            string
 	NodeListSet, ExcludeSet      bool
+	Nodes                        int
+	NodesSet                     bool
+	QPU                          []string
+	QPUSet                       bool
 }
 
 // updateFlagsOf reads the flags of job update.
@@ -340,6 +347,7 @@ func updateFlagsOf(c *cli.Context) updateFlags {
 		TimeSet: c.IsSet("time"), BeginSet: c.IsSet("begin"), ResvGiven: c.IsSet("resv"),
 		NodeList: c.String("nodelist"), Exclude: c.String("exclude"),
 		NodeListSet: c.IsSet("nodelist"), ExcludeSet: c.IsSet("exclude"),
+		Nodes: c.Int("nodes"), NodesSet: c.IsSet("nodes"), QPU: c.StringSlice("qpu"), QPUSet: c.IsSet("qpu"),
 	}
 }
 
@@ -379,9 +387,27 @@ func (u updateFlags) request(id api.JobID, now time.Time) (api.UpdateRequest, er
 	if r.Exclude, err = updateHostlist(u.Exclude, u.ExcludeSet); err != nil {
 		return r, flagErr("-x/--exclude", err)
 	}
+	if u.NodesSet {
+		if u.Nodes < 1 {
+			return r, flagErr("-N/--nodes", fmt.Errorf("%d: give a whole number of nodes from 1", u.Nodes))
+		}
+		r.Nodes = u.Nodes
+	}
+	if u.QPUSet {
+		// --qpu "" drops the job's slots.
+		vals := slices.DeleteFunc(slices.Clone(u.QPU), func(v string) bool { return v == "" })
+		m, err := parseQPUSlots(vals)
+		if err != nil {
+			return r, flagErr("--qpu", err)
+		}
+		if m == nil {
+			m = map[string]int{}
+		}
+		r.QPU = &m
+	}
 	if err := r.Validate(); err != nil {
 		if isCode(err, api.CodeInvalidArgument) && strings.Contains(err.Error(), "changes nothing") {
-			return r, usageErr(fmt.Errorf("nothing to change: give --resv NAME, --no-resv, --hold, --release, -t WALLTIME, --begin TIME, -w HOSTLIST or -x HOSTLIST"))
+			return r, usageErr(fmt.Errorf("nothing to change: give --resv NAME, --no-resv, --hold, --release, -t WALLTIME, --begin TIME, -N NODES, -w HOSTLIST, -x HOSTLIST or --qpu NAME:SLOTS"))
 		}
 		return r, usageErr(err)
 	}
