@@ -174,16 +174,20 @@ func TestUpdateNodes(t *testing.T) {
 	}
 }
 
-// fourNodes returns an instance of nodes n[0-3] and a function that
-// reports, of the effects ready, the jobs started and their nodes.
+// fourNodes returns an instance of nodes n[0-3] and its startsOf.
 func fourNodes(t *testing.T) (*Instance, func() map[JobID][]string) {
 	t.Helper()
 	in, err := New(Config{Nodes: names("n", 4)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return in, func() map[JobID][]string {
-		t.Helper()
+	return in, startsOf(in)
+}
+
+// startsOf returns a function that reports, of in's effects ready, the
+// jobs started and their nodes.
+func startsOf(in *Instance) func() map[JobID][]string {
+	return func() map[JobID][]string {
 		out := map[JobID][]string{}
 		for _, e := range in.Ready().Effects {
 			if e.Kind == StartJob {

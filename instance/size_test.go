@@ -18,16 +18,7 @@ func TestUpdateSize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	started := func() map[JobID]Effect {
-		t.Helper()
-		out := map[JobID]Effect{}
-		for _, e := range in.Ready().Effects {
-			if e.Kind == StartJob {
-				out[e.Job] = e
-			}
-		}
-		return out
-	}
+	started := startsOf(in)
 	released := new(bool)
 	slots := func(m map[string]int) *map[string]int { return &m }
 	list := func(ns ...string) *[]string { return &ns }
@@ -69,9 +60,9 @@ func TestUpdateSize(t *testing.T) {
 	if err := in.Update(10, alice, id, Update{Nodes: 3, Slots: slots(map[string]int{"qpu0": 2}), Hold: released}); err != nil {
 		t.Fatal(err)
 	}
-	e, ok := started()[id]
-	if !ok || len(e.Nodes) != 3 {
-		t.Fatalf("job %d, updated to 3 nodes and qpu0:2: start %v on %v; want a start on 3 nodes", id, ok, e.Nodes)
+	got, ok := started()[id]
+	if !ok || len(got) != 3 {
+		t.Fatalf("job %d, updated to 3 nodes and qpu0:2: start %v on %v; want a start on 3 nodes", id, ok, got)
 	}
 	if nodes, free := in.Timeline().FreeAt(10); nodes != 1 || free[0] != 0 {
 		t.Fatalf("with job %d running: %d nodes and %v QPU slots free; want 1 node and no slot", id, nodes, free)

@@ -97,16 +97,10 @@ func (in *Instance) Update(now Time, who Actor, id JobID, u Update) error {
 		spec.Deps = append([]Dep(nil), (*u.Deps)...)
 	}
 	if u.NodeList != nil {
-		spec.NodeList = nil
-		if len(*u.NodeList) > 0 {
-			spec.NodeList = slices.Clone(*u.NodeList)
-		}
+		spec.NodeList = listOrNone(*u.NodeList)
 	}
 	if u.Exclude != nil {
-		spec.Exclude = nil
-		if len(*u.Exclude) > 0 {
-			spec.Exclude = slices.Clone(*u.Exclude)
-		}
+		spec.Exclude = listOrNone(*u.Exclude)
 	}
 	if len(spec.NodeList) > 0 && len(spec.Exclude) > 0 && (u.NodeList == nil || u.Exclude == nil) {
 		kept, given := "excludes "+strings.Join(spec.Exclude, ","), "a node list"
@@ -167,6 +161,15 @@ func (in *Instance) Update(now Time, who Actor, id JobID, u Update) error {
 	j.Events = append(j.Events, Event{Time: now, State: Pending, Reason: "updated by " + who.User})
 	in.settle(now)
 	return nil
+}
+
+// listOrNone returns a copy of list for a spec, or nil, the spec's "none",
+// when it is empty.
+func listOrNone(list []string) []string {
+	if len(list) == 0 {
+		return nil
+	}
+	return slices.Clone(list)
 }
 
 func (in *Instance) rootOf(i *Instance) *Instance {
