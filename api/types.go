@@ -354,8 +354,10 @@ type CancelRequest struct {
 	ExitCode *int `json:"exit_code,omitempty"`
 }
 
-// UpdateRequest changes a job that has not started. Exactly the set fields
-// change; Resv and NoResv, Hold and Release exclude each other.
+// UpdateRequest changes a job that has not started, or the walltime of a
+// running one (its owner may shorten it; only an admin may lengthen it).
+// Exactly the set fields change; Resv and NoResv, Hold and Release exclude
+// each other.
 type UpdateRequest struct {
 	ID       JobID     `json:"id"`
 	Resv     string    `json:"resv,omitempty"`       // move into this reservation (admins)

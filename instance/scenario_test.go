@@ -30,6 +30,7 @@ var update = flag.Bool("update", false, "rewrite the golden scenario files in te
 //	         [afterany=..] [afternotok=..] [hold] [requeue] [urgency=N] [qpu=NAME:N] [child] [path=P]
 //	at T exit ID [code=C] [signal=SIG] [lost]
 //	at T cancel USER ID | at T hold USER ID | at T release USER ID | at T move USER ID RESV
+//	at T walltime USER ID S             (a new walltime, pending or running)
 //	at T tick
 //	at T resv NAME start=T end=T (n=N|nodes=HOSTLIST) [users=a,b] [overlap=kill] [requeue] [grace=S]
 //	at T resv ... maint                 (a maintenance reservation)
@@ -566,6 +567,8 @@ func (s *scenario) at(now Time, cmd string, args []string) []string {
 	case "hold", "release":
 		h := cmd == "hold"
 		return errOut2(s.step(now, UpdateJob{Who: actor(pos[0]), Job: JobID(atoi(pos[1])), Change: Update{Hold: &h}}))
+	case "walltime":
+		return errOut2(s.step(now, UpdateJob{Who: actor(pos[0]), Job: JobID(atoi(pos[1])), Change: Update{Walltime: Duration(atoi(pos[2]))}}))
 	case "move":
 		r := ""
 		if len(pos) > 2 {

@@ -10,7 +10,7 @@ import (
 // Update changes a job. Nil or zero fields are left alone.
 type Update struct {
 	Hold     *bool    // hold (true) or release (false)
-	Walltime Duration // a new walltime (pending jobs only)
+	Walltime Duration // a new walltime (the one change a running job takes)
 	Begin    *Time    // a new begin time (pending jobs only)
 	Resv     *string  // move into this reservation; "" moves it out (pending jobs only)
 	Urgency  int      // a new urgency, 1..31
@@ -38,8 +38,11 @@ func (in *Instance) Update(now Time, who Actor, id JobID, u Update) error {
 	if err != nil {
 		return err
 	}
+	if j.State == Running {
+		return in.updateRunning(now, who, j, u)
+	}
 	if j.State != Pending {
-		return fmt.Errorf("%w: job %d is %s; only pending jobs can be updated", ErrState, id, j.State)
+		return fmt.Errorf("%w: job %d is %s; only pending and running jobs can be updated", ErrState, id, j.State)
 	}
 	target := j.inst
 	spec := j.Spec

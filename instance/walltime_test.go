@@ -2,7 +2,10 @@ package instance
 
 import (
 	"errors"
+	"fmt"
+	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/strata-hpc/strata/resv"
@@ -60,5 +63,130 @@ func TestDefaultWalltime(t *testing.T) {
 				t.Errorf("walltime %s, want %s", fmtDur(j.Spec.Walltime), fmtDur(tc.want))
 			}
 		})
+	}
+}
+
+// TestUpdateRunningKilled: a running job marked to die at a kill-mode
+// reservation's start keeps that end: a longer walltime is refused, naming
+// the reservation, and changes nothing; a shorter one that still ends after
+// the reservation's start leaves its window alone; one that ends before it
+// frees the rest of the window.
+func TestUpdateRunningKilled(t *testing.T) {
+	admin, alice := Actor{User: "admin", Admin: true}, Actor{User: "alice"}
+	in, err := New(Config{Nodes: names("n", 2), KillGrace: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := in.Submit(0, alice, "root", Spec{Nodes: 2, Walltime: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := in.AddResv(1, admin, resv.Spec{Name: "r", Start: 500, End: 600, Nodes: 2, Users: []string{"bob"}, Overlap: resv.Kill}); err != nil {
+		t.Fatal(err)
+	}
+	end := func() Time {
+		sp, ok := in.Timeline().Span(spanOf(id))
+		if !ok {
+			t.Fatalf("job %d has no span", id)
+		}
+		return sp.End
+	}
+	deadline := func() Time { return in.sh.jobs[id].Term.Deadline }
+	if end() != 500 || deadline() != 1000 {
+		t.Fatalf("before: span ends %d, deadline %d; want 500 (the reservation's start), 1000", end(), deadline())
+	}
+
+	err = in.Update(2, admin, id, Update{Walltime: 2000})
+	if !errors.Is(err, ErrNoFit) || !strings.Contains(err.Error(), "reservation r takes its nodes: ask for at most 8m10s") {
+		t.Errorf("longer walltime: %v; want ErrNoFit naming reservation r and 8m10s", err)
+	}
+	if j, _ := in.Job(id); j.Spec.Walltime != 1000 || end() != 500 || deadline() != 1000 {
+		t.Errorf("refused update changed the job: walltime %d, span end %d, deadline %d", j.Spec.Walltime, end(), deadline())
+	}
+
+	for _, tc := range []struct {
+		w        Duration
+		end, ddl Time
+	}{
+		{700, 500, 700}, // still ends after the reservation's start
+		{300, 310, 300}, // ends before it: the rest is freed
+	} {
+		if err := in.Update(3, alice, id, Update{Walltime: tc.w}); err != nil {
+			t.Fatalf("walltime %d: %v", tc.w, err)
+		}
+		if end() != tc.end || deadline() != tc.ddl {
+			t.Errorf("walltime %d: span ends %d, deadline %d; want %d, %d", tc.w, end(), deadline(), tc.end, tc.ddl)
+		}
+	}
+}
+
+// TestUpdateRunningRestore: a changed walltime survives a restore from the
+// records: the restored core signals the job at the new deadline and
+// starts the job behind it at the same instant as the original.
+func TestUpdateRunningRestore(t *testing.T) {
+	admin, alice := Actor{User: "admin", Admin: true}, Actor{User: "alice"}
+	build := func() *Instance {
+		in, err := New(Config{Nodes: names("n", 2), KillGrace: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return in
+	}
+	a := build()
+	long, err := a.Submit(0, alice, "root", Spec{Nodes: 1, Walltime: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, err := a.Submit(0, alice, "root", Spec{Nodes: 1, Walltime: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Submit(0, alice, "root", Spec{Nodes: 2, Walltime: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Update(10, admin, long, Update{Walltime: 400}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Update(10, alice, short, Update{Walltime: 50}); err != nil {
+		t.Fatal(err)
+	}
+	a.Ready()
+	b := build()
+	rs, js := snapshot(a)
+	if lost, err := b.Restore(20, rs, js); err != nil || len(lost) != 0 {
+		t.Fatalf("Restore: lost %v, %v", lost, err)
+	}
+	a.Tick(20)
+	a.Ready()
+	b.Ready()
+	var seen []string
+	for _, step := range []struct {
+		at   Time
+		exit JobID
+	}{{50, 0}, {55, short}, {400, 0}, {405, long}} {
+		for _, in := range []*Instance{a, b} {
+			if step.exit != 0 {
+				if err := in.Exited(step.at, step.exit, Exit{Signal: "SIGTERM"}); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				in.Tick(step.at)
+			}
+		}
+		ea, eb := a.Ready().Effects, b.Ready().Effects
+		if !reflect.DeepEqual(ea, eb) {
+			t.Fatalf("at %d: effects differ:\noriginal %+v\nrestored %+v", step.at, ea, eb)
+		}
+		for _, e := range ea {
+			seen = append(seen, fmt.Sprintf("%d %v %d %v", step.at, e.Kind, e.Job, e.Signal))
+		}
+	}
+	want := []string{
+		fmt.Sprintf("50 %v %d %v", SignalJob, short, syscall.SIGTERM),
+		fmt.Sprintf("400 %v %d %v", SignalJob, long, syscall.SIGTERM),
+		fmt.Sprintf("405 %v 3 %v", StartJob, syscall.Signal(0)),
+	}
+	if !reflect.DeepEqual(seen, want) {
+		t.Errorf("effects:\n%s\nwant\n%s", strings.Join(seen, "\n"), strings.Join(want, "\n"))
 	}
 }

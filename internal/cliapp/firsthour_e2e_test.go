@@ -173,6 +173,33 @@ func TestCLIUpdateSize(t *testing.T) {
 	}
 }
 
+// TestCLIUpdateRunningWalltime: job update -t changes a running job's
+// walltime, as scontrol update TimeLimit does. Its owner may not lengthen
+// it; an admin may, and the new walltime survives a restart of the broker.
+// Shortened to a few seconds from now, the job's real process is killed
+// then, and the job ends timed out.
+func TestCLIUpdateRunningWalltime(t *testing.T) {
+	t.Parallel()
+	b := startCLIBroker(t, "n[0-1]", "alice")
+	id := b.id(b.must("alice", "submit", "-t", "10m", "--", "sleep", "300"))
+	poll(t, 20*time.Second, "job "+id+" to run", func() bool { return b.job("alice", id).State == api.JobRunning })
+	b.expect("alice", 1, "only an admin can lengthen a running job's walltime", "job", "update", id, "-t", "20m")
+	b.expect("alice", 1, "only its walltime can change now", "job", "update", id, "--hold")
+	b.must("admin", "job", "update", id, "-t", "30m")
+	b.restart()
+	j := b.job("alice", id)
+	if j.State != api.JobRunning || j.Walltime != 1800 {
+		t.Fatalf("job %s after update -t 30m and a restart: %s, walltime %ds; want running, 1800s", id, j.State, j.Walltime)
+	}
+	// A walltime that ends 3 s from now.
+	w := int64(time.Since(j.StartTime)/time.Second) + 3
+	b.must("alice", "job", "update", id, "-t", fmt.Sprint(w)+"s")
+	b.run("alice", nil, "wait", id)
+	if j := b.job("alice", id); j.State != api.JobTimeout || j.Walltime != w || !strings.Contains(j.Reason, "walltime") {
+		t.Errorf("job %s shortened to %ds: %s (%s), walltime %ds; want timeout at the new walltime", id, w, j.State, j.Reason, j.Walltime)
+	}
+}
+
 // TestCLICancelFilters: cancel -u, --state and --name pick the jobs to
 // cancel as scancel's do: the caller's own by default, only those in the
 // states and of the name given, an array's tasks one by one; another

@@ -172,14 +172,14 @@ func jobCommand() *cli.Command {
 			},
 			{
 				Name:      "update",
-				Usage:     "change a job that has not started",
+				Usage:     "change a job that has not started, or a running job's walltime",
 				UsageText: "strata job update ID [--resv NAME | --no-resv] [--hold | --release] [-t WALLTIME] [--begin TIME] [-N NODES] [-w HOSTLIST | -x HOSTLIST] [--qpu NAME:SLOTS]...",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "resv", Usage: "move the job into this reservation (admins)"},
 					&cli.BoolFlag{Name: "no-resv", Usage: "take the job out of its reservation"},
 					&cli.BoolFlag{Name: "hold", Usage: "hold the job"},
 					&cli.BoolFlag{Name: "release", Usage: "release a held job"},
-					&cli.StringFlag{Name: "time", Aliases: []string{"t"}, Usage: "new walltime (as submit -t reads it)"},
+					&cli.StringFlag{Name: "time", Aliases: []string{"t"}, Usage: "new walltime (as submit -t reads it); of a running job too: its owner may shorten it, an admin may also lengthen it"},
 					&cli.StringFlag{Name: "begin", Usage: "new earliest start: " + timeForms},
 					&cli.StringFlag{Name: "nodelist", Aliases: []string{"w"}, Usage: "run on exactly these nodes, a hostlist; the job then asks for as many (\"\": any nodes, as many as it named)"},
 					&cli.StringFlag{Name: "exclude", Aliases: []string{"x"}, Usage: "never run on these nodes, a hostlist (\"\": exclude none)"},
