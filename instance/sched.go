@@ -2,6 +2,7 @@ package instance
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -346,6 +347,11 @@ func (in *Instance) countPlan(s timeline.NodeSet, sign int32) {
 func (in *Instance) plan(now Time, j *Job) {
 	t, nodes, err := in.tl.EarliestFit(in.planRequest(now, j), in.notBefore(now, j), in.hold(j))
 	if err != nil {
+		if (errors.Is(err, timeline.ErrNoFit) || errors.Is(err, timeline.ErrPastHorizon)) && in.tl.Horizon() != timeline.MaxTime {
+			// An instance made shorter (a reservation or a batch job
+			// given less time) may leave a queued job no window.
+			err = fmt.Errorf("it needs %s with its kill grace, and no window that long opens before instance %s ends at %s", fmtDur(in.hold(j)), in.path, fmtTime(in.tl.Horizon()))
+		}
 		j.wait, j.waitErr = waitNoFit, err
 		j.PlannedStart = 0
 		return

@@ -14,8 +14,9 @@ import (
 // planned again, after it; a reservation, a maintenance window or the end
 // of the instance the job runs in is not moved, and the refusal names it
 // with the longest walltime it leaves. A shorter one frees the end of the
-// job's window at once, for the plans behind it to move into. All checks
-// come first: on any error nothing changes.
+// job's window at once, for the plans behind it to move into. A job that
+// is an instance (batch, alloc) gives its instance the new window. All
+// checks come first: on any error nothing changes.
 func (in *Instance) updateRunning(now Time, who Actor, j *Job, u Update) error {
 	if u.Hold != nil || u.Begin != nil || u.Resv != nil || u.Urgency != 0 || u.Deps != nil ||
 		u.NodeList != nil || u.Exclude != nil || u.Nodes != 0 || u.Slots != nil {
@@ -27,8 +28,6 @@ func (in *Instance) updateRunning(now Time, who Actor, j *Job, u Update) error {
 		return fmt.Errorf("%w: walltime %ds is negative", ErrInvalid, w)
 	case w == 0:
 		return fmt.Errorf("%w: job %d is running; only its walltime can change now (strata job update %d -t DURATION)", ErrState, j.ID, j.ID)
-	case j.Spec.Child:
-		return fmt.Errorf("%w: job %d is an instance (batch or alloc) running jobs of its own; its walltime cannot change while it runs", ErrState, j.ID)
 	case j.Term.TermSent:
 		return fmt.Errorf("%w: job %d is already ending (%s)", ErrState, j.ID, j.Term.EndReason)
 	case w == j.Spec.Walltime:
@@ -78,6 +77,12 @@ func (in *Instance) updateRunning(now Time, who Actor, j *Job, u Update) error {
 	was := j.Spec.Walltime
 	j.Spec.Walltime = w
 	o.setDeadline(j, j.Start+Time(w))
+	if c := in.sh.insts[childPath(j)]; j.Spec.Child && c != nil && !c.ended {
+		// Its instance lasts as long: a job in it may take the time
+		// given, and plans there are made again in the new window.
+		c.cfg.DefaultWalltime, c.cfg.MaxWalltime = w, w
+		c.reshape(now, c.cfg.Nodes, c.cfg.Origin, j.Start+Time(w))
+	}
 	j.Events = append(j.Events, Event{Time: now, State: Running, Reason: fmt.Sprintf("walltime changed from %s to %s by %s", fmtDur(was), fmtDur(w), who.User)})
 	in.sh.changed(j)
 	o.dirty()

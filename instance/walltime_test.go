@@ -190,3 +190,37 @@ func TestUpdateRunningRestore(t *testing.T) {
 		t.Errorf("effects:\n%s\nwant\n%s", strings.Join(seen, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestUpdateRunningChildRestore: a batch job given more time keeps the
+// longer window for its instance through a restore from the records.
+func TestUpdateRunningChildRestore(t *testing.T) {
+	admin, alice := Actor{User: "admin", Admin: true}, Actor{User: "alice"}
+	build := func() *Instance {
+		in, err := New(Config{Nodes: names("n", 2), KillGrace: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return in
+	}
+	a := build()
+	id, err := a.Submit(0, alice, "root", Spec{Nodes: 2, Walltime: 100, Child: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Update(5, admin, id, Update{Walltime: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	b := build()
+	rs, js := snapshot(a)
+	if lost, err := b.Restore(10, rs, js); err != nil || len(lost) != 0 {
+		t.Fatalf("Restore: lost %v, %v", lost, err)
+	}
+	for name, in := range map[string]*Instance{"original": a, "restored": b} {
+		if _, err := in.Submit(20, alice, "root.j1", Spec{Nodes: 1, Walltime: 900}); err != nil {
+			t.Errorf("%s: a 900 s job in batch job %d given 1000 s: %v", name, id, err)
+		}
+		if _, err := in.Submit(20, alice, "root.j1", Spec{Nodes: 1, Walltime: 1001}); err == nil {
+			t.Errorf("%s: a 1001 s job in batch job %d given 1000 s was accepted", name, id)
+		}
+	}
+}
