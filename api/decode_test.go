@@ -193,6 +193,28 @@ func TestUpdateValidate(t *testing.T) {
 	}
 }
 
+func TestCancelValidate(t *testing.T) {
+	for _, tc := range []struct {
+		r  CancelRequest
+		ok bool
+	}{
+		{CancelRequest{ID: 1}, true},
+		{CancelRequest{ID: 1, Signal: "USR1"}, true},
+		{CancelRequest{ID: 1, Signal: "sigterm"}, true},
+		{CancelRequest{ID: 1, Signal: "10"}, true},
+		{CancelRequest{ID: 1, Task: new(3), Signal: "USR2"}, true},
+		{CancelRequest{ID: 1, Signal: "USR9"}, false},
+		{CancelRequest{ID: 1, Signal: "0"}, false},
+		{CancelRequest{ID: 1, Signal: "USR1", ExitCode: new(0)}, false},
+		{CancelRequest{ID: 1, ExitCode: new(3)}, true},
+	} {
+		err := tc.r.Validate()
+		if tc.ok != (err == nil) {
+			t.Errorf("%+v: Validate = %v", tc.r, err)
+		}
+	}
+}
+
 func TestJobJSON(t *testing.T) {
 	zero := 0
 	j := Job{ID: 42, User: "alice", State: JobCompleted, NNodes: 2, Walltime: 60, ExitCode: &zero,

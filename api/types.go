@@ -3,6 +3,8 @@ package api
 import (
 	"strconv"
 	"time"
+
+	"github.com/strata-hpc/strata/internal/signame"
 )
 
 // Operations of protocol version 1. Each is the last token of a request
@@ -11,7 +13,8 @@ import (
 const (
 	// OpSubmit: SubmitRequest → Job (the new job, state pending).
 	OpSubmit = "submit"
-	// OpCancel: CancelRequest → Job (as it is after the cancel).
+	// OpCancel: CancelRequest → Job (as it is after the cancel, or the
+	// signal).
 	OpCancel = "cancel"
 	// OpUpdate: UpdateRequest → Job (as it is after the update).
 	OpUpdate = "update"
@@ -352,6 +355,24 @@ type CancelRequest struct {
 	// whose command (strata alloc) exited with this status. The job ends
 	// completed (0) or failed with this exit code, not cancelled.
 	ExitCode *int `json:"exit_code,omitempty"`
+	// Signal, when set, sends this signal to the running job's processes
+	// instead (scancel --signal): a name (USR1, SIGUSR1) or a number.
+	// The job keeps running unless the signal ends it.
+	Signal string `json:"signal,omitempty"`
+}
+
+// Validate checks the request's shape.
+func (r *CancelRequest) Validate() error {
+	if r.Signal == "" {
+		return nil
+	}
+	if r.ExitCode != nil {
+		return Errorf(CodeInvalidArgument, "signal and exit_code exclude each other: a signal goes to a running job, an exit code releases an allocation")
+	}
+	if _, err := signame.Parse(r.Signal); err != nil {
+		return Errorf(CodeInvalidArgument, "signal: %v", err)
+	}
+	return nil
 }
 
 // UpdateRequest changes a job that has not started, or the walltime of a

@@ -2,11 +2,13 @@ package broker_test
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"testing"
 
 	"github.com/strata-hpc/strata/api"
 	"github.com/strata-hpc/strata/broker"
+	"github.com/strata-hpc/strata/client"
 )
 
 // TestArrayRestart: a job array is stored as one record and survives a
@@ -63,5 +65,64 @@ func TestArrayRestart(t *testing.T) {
 	var again api.Job
 	if err := alice2.Call(ctx, api.OpSubmit, req, &again); err != nil || again.ID != arr.ID {
 		t.Errorf("retried array submission: job %d, %v; want the array %d", again.ID, err, arr.ID)
+	}
+}
+
+// TestArraySignal: cancel with a signal reaches every running task of an
+// array named by its ID, or the one task named, and no pending task; it
+// is refused to another user, and for an array with no task running.
+func TestArraySignal(t *testing.T) {
+	b, _ := runtime(t, t.TempDir())
+	alice, bob := userClient(t, b, "alice"), userClient(t, b, "bob")
+	ctx := context.Background()
+	var arr, held api.Job
+	req := api.SubmitRequest{Nodes: 1, Walltime: 60, Command: []string{"sh", "-c", "trap : USR1; while :; do sleep 0.1; done"}, Cwd: t.TempDir(),
+		Array: &api.ArraySpec{Tasks: []int{1, 2, 3}, Limit: 2}}
+	if err := alice.Call(ctx, api.OpSubmit, req, &arr); err != nil {
+		t.Fatal(err)
+	}
+	req.Hold, req.Array = true, &api.ArraySpec{Tasks: []int{1, 2}}
+	if err := alice.Call(ctx, api.OpSubmit, req, &held); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, alice, arr.ID, api.JobRunning)
+	waitState(t, alice, arr.ID+1, api.JobRunning)
+	signalled := func() []int {
+		var out []int
+		for i := range 3 {
+			var j api.Job
+			if err := alice.Call(ctx, api.OpJob, api.JobRequest{ID: arr.ID + api.JobID(i)}, &j); err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, e := range j.Events {
+				if e.Reason == "SIGUSR1 sent by alice" {
+					n++
+				}
+			}
+			out = append(out, n)
+		}
+		return out
+	}
+	for _, step := range []struct {
+		who  *client.Client
+		req  api.CancelRequest
+		code api.Code
+		want []int // SIGUSR1s each task has had since, in order
+	}{
+		{bob, api.CancelRequest{ID: arr.ID, Signal: "USR1"}, api.CodeNotFound, []int{0, 0, 0}},
+		{alice, api.CancelRequest{ID: held.ID, Signal: "USR1"}, api.CodeFailedPrecondition, []int{0, 0, 0}},
+		{alice, api.CancelRequest{ID: arr.ID, Signal: "USR1"}, "", []int{1, 1, 0}},
+		{alice, api.CancelRequest{ID: arr.ID, Task: new(2), Signal: "SIGUSR1"}, "", []int{1, 2, 0}},
+		{alice, api.CancelRequest{ID: arr.ID, Task: new(3), Signal: "USR1"}, api.CodeConflict, []int{1, 2, 0}},
+		{alice, api.CancelRequest{ID: arr.ID, Signal: "USR1", ExitCode: new(0)}, api.CodeInvalidArgument, []int{1, 2, 0}},
+	} {
+		err := step.who.Call(ctx, api.OpCancel, step.req, nil)
+		if got := api.CodeOf(err); got != step.code {
+			t.Errorf("%+v: %v (code %q); want code %q", step.req, err, got, step.code)
+		}
+		if got := signalled(); !slices.Equal(got, step.want) {
+			t.Errorf("after %+v: SIGUSR1 events per task %v; want %v", step.req, got, step.want)
+		}
 	}
 }

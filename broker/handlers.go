@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"strings"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/strata-hpc/strata/api"
 	"github.com/strata-hpc/strata/instance"
 	"github.com/strata-hpc/strata/internal/hostlist"
+	"github.com/strata-hpc/strata/internal/signame"
 )
 
 // handler serves one instance path through the core.
@@ -176,6 +178,12 @@ func (r *Runtime) cancel(ctx context.Context, q Request) (any, error) {
 	if err := q.Decode(&cr); err != nil {
 		return nil, err
 	}
+	if err := cr.Validate(); err != nil {
+		return nil, err
+	}
+	if cr.Signal != "" {
+		return r.signalJob(ctx, q, cr)
+	}
 	// A cancel ends work: taken under the disk's reserve too.
 	return r.doInternal(ctx, func(now instance.Time) (any, error) {
 		id := instance.JobID(cr.ID)
@@ -213,6 +221,53 @@ func (r *Runtime) cancel(ctx context.Context, q Request) (any, error) {
 			return nil, coreError(err)
 		}
 		j, _ := r.in.Job(id)
+		return r.apiJob(j), nil
+	})
+}
+
+// signalJob sends cr.Signal to a running job (scancel --signal): to one
+// job, one task of an array, or every running task of an array (all or
+// none: the tasks are checked first).
+func (r *Runtime) signalJob(ctx context.Context, q Request, cr api.CancelRequest) (any, error) {
+	sig, err := signame.Parse(cr.Signal)
+	if err != nil {
+		return nil, api.Errorf(api.CodeInvalidArgument, "signal: %v", err)
+	}
+	return r.do(ctx, func(now instance.Time) (any, error) {
+		id := instance.JobID(cr.ID)
+		head, ok := r.in.Job(id)
+		ids := []instance.JobID{id}
+		switch {
+		case cr.Task != nil:
+			task, found := r.arrayTasks(id, cr.Task)
+			if !ok || head.Spec.Array.Job != id || !found {
+				return nil, api.Errorf(api.CodeNotFound, "no task %d_%d: list the array's tasks with 'strata jobs -r'", cr.ID, *cr.Task)
+			}
+			ids = task
+		case ok && head.Spec.Array.Job == id:
+			tasks, _ := r.arrayTasks(id, nil)
+			ids = ids[:0]
+			for _, t := range tasks {
+				if j, _ := r.in.Job(t); j.State == instance.Running {
+					ids = append(ids, t)
+				}
+			}
+			if len(ids) == 0 {
+				// Refused as its first task would be when it is not
+				// the caller's; else there is nothing to signal.
+				_, err := r.in.Step(now, instance.Signal{Who: actor(q), Job: id, Signal: sig})
+				if err != nil && !errors.Is(err, instance.ErrState) {
+					return nil, coreError(err)
+				}
+				return nil, api.Errorf(api.CodeFailedPrecondition, "array job %d has no running task to signal", cr.ID)
+			}
+		}
+		for _, t := range ids {
+			if _, err := r.in.Step(now, instance.Signal{Who: actor(q), Job: t, Signal: sig}); err != nil {
+				return nil, coreError(err)
+			}
+		}
+		j, _ := r.in.Job(ids[0])
 		return r.apiJob(j), nil
 	})
 }

@@ -3,6 +3,7 @@ package instance
 import (
 	"syscall"
 
+	"github.com/strata-hpc/strata/internal/signame"
 	"github.com/strata-hpc/strata/qpu"
 )
 
@@ -31,7 +32,7 @@ type Effect struct {
 	Path      string // the instance that decided
 	Job       JobID  // StartJob, SignalJob
 	Nodes     []string
-	Signal    syscall.Signal // SignalJob: SIGTERM or SIGKILL
+	Signal    syscall.Signal // SignalJob: SIGTERM or SIGKILL, or what its owner sent (Instance.Signal)
 	ChildPath string         // StartJob of a child job, StartChild, StopChild
 	Reason    string
 }
@@ -56,20 +57,4 @@ func (r Ready) Empty() bool {
 }
 
 // SignalName returns the conventional name of a signal ("SIGTERM").
-func SignalName(s syscall.Signal) string {
-	switch s {
-	case syscall.SIGTERM:
-		return "SIGTERM"
-	case syscall.SIGKILL:
-		return "SIGKILL"
-	case syscall.SIGINT:
-		return "SIGINT"
-	case syscall.SIGHUP:
-		return "SIGHUP"
-	case syscall.SIGUSR1:
-		return "SIGUSR1"
-	case syscall.SIGUSR2:
-		return "SIGUSR2"
-	}
-	return "signal " + s.String()
-}
+func SignalName(s syscall.Signal) string { return signame.Name(s) }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/btree"
 
 	"github.com/strata-hpc/strata/internal/hostlist"
+	"github.com/strata-hpc/strata/internal/signame"
 	"github.com/strata-hpc/strata/qpu"
 	"github.com/strata-hpc/strata/timeline"
 )
@@ -822,6 +823,30 @@ func (in *Instance) Cancel(now Time, who Actor, id JobID) error {
 		return fmt.Errorf("%w: job %d already ended (%s)", ErrState, id, j.State)
 	}
 	in.settle(now)
+	return nil
+}
+
+// Signal sends sig to running job id's processes, as scancel --signal
+// does: to its owner or an admin. It changes nothing else: a job that a
+// signal ends ends by its exit, as if the signal had come from elsewhere.
+// The job's history says who sent what.
+func (in *Instance) Signal(now Time, who Actor, id JobID, sig syscall.Signal) error {
+	j, err := in.owned(who, id, "signal")
+	if err != nil {
+		return err
+	}
+	switch {
+	case !signame.Known(sig):
+		return fmt.Errorf("%w: %s is not a signal a job can be sent", ErrInvalid, signame.Name(sig))
+	case j.State == Pending:
+		return fmt.Errorf("%w: job %d is pending and has no processes to signal; cancel it with 'strata cancel %d'", ErrState, id, id)
+	case j.State != Running:
+		return fmt.Errorf("%w: job %d already ended (%s)", ErrState, id, j.State)
+	}
+	msg := fmt.Sprintf("%s sent by %s", signame.Name(sig), who.User)
+	in.sh.emit(Effect{Kind: SignalJob, Path: j.inst.path, Job: j.ID, Signal: sig, Reason: msg})
+	j.Events = append(j.Events, Event{Time: now, State: Running, Reason: msg})
+	in.sh.changed(j)
 	return nil
 }
 

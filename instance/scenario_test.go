@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/strata-hpc/strata/internal/hostlist"
+	"github.com/strata-hpc/strata/internal/signame"
 	"github.com/strata-hpc/strata/qpu"
 	"github.com/strata-hpc/strata/resv"
 	"github.com/strata-hpc/strata/timeline"
@@ -31,6 +32,7 @@ var update = flag.Bool("update", false, "rewrite the golden scenario files in te
 //	at T exit ID [code=C] [signal=SIG] [lost]
 //	at T cancel USER ID | at T hold USER ID | at T release USER ID | at T move USER ID RESV
 //	at T walltime USER ID S             (a new walltime, pending or running)
+//	at T signal USER ID SIG             (send a running job a signal: USR1, SIGTERM, 10)
 //	at T tick
 //	at T resv NAME start=T end=T (n=N|nodes=HOSTLIST) [users=a,b] [overlap=kill] [requeue] [grace=S]
 //	at T resv ... maint                 (a maintenance reservation)
@@ -540,6 +542,12 @@ func (s *scenario) at(now Time, cmd string, args []string) []string {
 		return errOut2(s.step(now, Exited{Job: JobID(atoi(pos[0])), Exit: e}))
 	case "cancel":
 		return errOut2(s.step(now, Cancel{Who: actor(pos[0]), Job: JobID(atoi(pos[1]))}))
+	case "signal":
+		sig, err := signame.Parse(pos[2])
+		if err != nil {
+			return errOut(err)
+		}
+		return errOut2(s.step(now, Signal{Who: actor(pos[0]), Job: JobID(atoi(pos[1])), Signal: sig}))
 	case "down", "up":
 		var names []string
 		if pos[0] != "-" {

@@ -2,6 +2,7 @@ package instance
 
 import (
 	"fmt"
+	"syscall"
 
 	"github.com/strata-hpc/strata/qpu"
 	"github.com/strata-hpc/strata/resv"
@@ -35,6 +36,13 @@ type (
 	Cancel struct {
 		Who Actor
 		Job JobID
+	}
+	// Signal sends a signal to a running job's processes
+	// (Instance.Signal).
+	Signal struct {
+		Who    Actor
+		Job    JobID
+		Signal syscall.Signal
 	}
 	// Requeue puts a job back in the queue (Instance.Requeue).
 	Requeue struct {
@@ -179,6 +187,7 @@ type (
 func (Submit) input()            {}
 func (SubmitArray) input()       {}
 func (Cancel) input()            {}
+func (Signal) input()            {}
 func (Requeue) input()           {}
 func (Release) input()           {}
 func (UpdateJob) input()         {}
@@ -238,6 +247,8 @@ func (in *Instance) Step(now Time, x Input) (Output, error) {
 		out.Job, err = in.SubmitArray(now, x.Who, x.Path, x.Spec, x.Tasks, x.Limit)
 	case Cancel:
 		err = in.Cancel(now, x.Who, x.Job)
+	case Signal:
+		err = in.Signal(now, x.Who, x.Job, x.Signal)
 	case Requeue:
 		err = in.Requeue(now, x.Who, x.Job)
 	case Release:

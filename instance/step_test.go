@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"syscall"
 	"testing"
 
 	"github.com/strata-hpc/strata/internal/hostlist"
@@ -58,7 +59,12 @@ func TestStepReplay(t *testing.T) {
 				}
 				step(now, Submit{Who: who, Path: "root", Spec: spec})
 			case 2:
-				step(now, Cancel{Who: who, Job: JobID(1 + rng.IntN(int(in.LastID())+1))})
+				id := JobID(1 + rng.IntN(int(in.LastID())+1))
+				if rng.IntN(3) == 0 {
+					step(now, Signal{Who: who, Job: id, Signal: syscall.SIGUSR1})
+				} else {
+					step(now, Cancel{Who: who, Job: id})
+				}
 			case 3:
 				if len(running) > 0 {
 					i := rng.IntN(len(running))

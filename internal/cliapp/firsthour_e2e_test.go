@@ -200,6 +200,41 @@ func TestCLIUpdateRunningWalltime(t *testing.T) {
 	}
 }
 
+// TestCLICancelSignal: cancel -s sends a running job's processes a signal,
+// as scancel -s does, and the job goes on: a trap in it sees the signal.
+// Another user's job is refused, a bad signal is a usage error, and with
+// the flags -s picks running jobs: an admin's 'cancel -s TERM -u alice'
+// ends the job, by the signal.
+func TestCLICancelSignal(t *testing.T) {
+	t.Parallel()
+	b := startCLIBroker(t, "n[0-1]", "alice", "bob")
+	mark := filepath.Join(b.work, "usr1.txt")
+	id := b.id(b.must("alice", "submit", "--", "sh", "-c", "trap 'echo got >> "+mark+"' USR1; while :; do sleep 0.1; done"))
+	held := b.id(b.must("alice", "submit", "--hold", "--", "true"))
+	poll(t, 20*time.Second, "job "+id+" to run", func() bool { return b.job("alice", id).State == api.JobRunning })
+	b.expect("bob", 1, "no job "+id+" of yours", "cancel", "-s", "USR1", id)
+	b.expect("alice", 2, "unknown signal \"USR9\"", "cancel", "-s", "USR9", id)
+	b.expect("alice", 2, "only running jobs can be sent a signal", "cancel", "-s", "USR1", "--state", "pending")
+	b.expect("alice", 1, "is pending and has no processes to signal", "cancel", "-s", "USR1", held)
+	b.must("alice", "cancel", "-s", "USR1", id)
+	poll(t, 20*time.Second, "the job's trap to see SIGUSR1", func() bool {
+		data, _ := os.ReadFile(mark)
+		return strings.Contains(string(data), "got")
+	})
+	j := b.job("alice", id)
+	if j.State != api.JobRunning {
+		t.Fatalf("job %s after cancel -s USR1: %s (%s); want it still running", id, j.State, j.Reason)
+	}
+	b.must("admin", "cancel", "-s", "TERM", "-u", "alice")
+	b.run("alice", nil, "wait", id)
+	if j := b.job("alice", id); j.State == api.JobRunning || !strings.Contains(j.Reason, "SIGTERM") {
+		t.Errorf("job %s after cancel -s TERM: %s (%s); want it ended by SIGTERM", id, j.State, j.Reason)
+	}
+	if j := b.job("alice", held); j.State != api.JobPending {
+		t.Errorf("held job %s after cancel -s TERM -u alice: %s; want it left pending", held, j.State)
+	}
+}
+
 // TestCLICancelFilters: cancel -u, --state and --name pick the jobs to
 // cancel as scancel's do: the caller's own by default, only those in the
 // states and of the name given, an array's tasks one by one; another

@@ -13,6 +13,7 @@ import (
 	"github.com/strata-hpc/strata/api"
 	"github.com/strata-hpc/strata/client"
 	"github.com/strata-hpc/strata/internal/hostlist"
+	"github.com/strata-hpc/strata/internal/signame"
 	"github.com/strata-hpc/strata/internal/when"
 )
 
@@ -464,18 +465,23 @@ func jobIDArgs(c *cli.Context) ([]api.JobID, error) {
 func cancelCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "cancel",
-		Usage:     "cancel jobs: take pending ones off the queue, end running ones",
-		UsageText: "strata cancel ID|ARRAY_TASK...\n   strata cancel [-u USER] [--state pending|running] [--name NAME]",
+		Usage:     "cancel jobs: take pending ones off the queue, end running ones; or signal them (-s)",
+		UsageText: "strata cancel [-s SIGNAL] ID|ARRAY_TASK...\n   strata cancel [-s SIGNAL] [-u USER] [--state pending|running] [--name NAME]",
 		Description: "Cancels each job named. The ID of a job array cancels every task of it that has\n" +
 			"not ended; ARRAY_TASK (12_7) cancels one task.\n\n" +
 			"Without IDs, -u, --state and --name pick the jobs, as scancel's do: every job of\n" +
 			"yours (of USER with -u; of everyone with -u '*', admins only) that has not ended,\n" +
 			"is in one of the states given and has the name given. Jobs that end meanwhile\n" +
-			"are passed over.",
+			"are passed over.\n\n" +
+			"With -s, as scancel -s, the jobs are not cancelled: their processes are sent the\n" +
+			"signal (a checkpoint request, say), and they go on unless it ends them. Only\n" +
+			"running jobs have processes: -s with flags picks running jobs only, and an\n" +
+			"array's ID signals every running task of it.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "user", Aliases: []string{"u"}, Usage: "cancel this user's jobs ('*': every user's; admins only)"},
 			&cli.StringFlag{Name: "state", Usage: "cancel only jobs in these states: pending, running"},
 			&cli.StringFlag{Name: "name", Usage: "cancel only jobs of this name"},
+			&cli.StringFlag{Name: "signal", Aliases: []string{"s"}, Usage: "send this signal to the running jobs instead of cancelling them: USR1, SIGUSR2, TERM or a number"},
 		},
 		Action: runCancel,
 	}
@@ -503,6 +509,17 @@ func runCancel(c *cli.Context) error {
 			return flagErr(f[1], fmt.Errorf("empty: give a value, or leave the flag out"))
 		}
 	}
+	var sig string
+	if c.IsSet("signal") {
+		v, err := signame.Parse(c.String("signal"))
+		if err != nil {
+			return flagErr("-s/--signal", err)
+		}
+		sig = strings.TrimPrefix(signame.Name(v), "SIG")
+		if c.IsSet("state") && c.String("state") != string(api.JobRunning) {
+			return flagErr("--state", fmt.Errorf("only running jobs can be sent a signal: leave --state out with -s, or give running"))
+		}
+	}
 	var ts []cancelTarget
 	for _, a := range c.Args().Slice() {
 		id, task, err := parseJobTarget(a)
@@ -514,7 +531,11 @@ func runCancel(c *cli.Context) error {
 	var req api.JobsRequest
 	if filtered {
 		var err error
-		if req, err = cancelFilter(c.String("user"), c.String("state")); err != nil {
+		state := c.String("state")
+		if sig != "" {
+			state = string(api.JobRunning)
+		}
+		if req, err = cancelFilter(c.String("user"), state); err != nil {
 			return err
 		}
 	}
@@ -530,7 +551,7 @@ func runCancel(c *cli.Context) error {
 	}
 	var last error
 	for _, t := range ts {
-		err := call(c, cl, api.OpCancel, api.CancelRequest{ID: t.id, Task: t.task}, nil)
+		err := call(c, cl, api.OpCancel, api.CancelRequest{ID: t.id, Task: t.task, Signal: sig}, nil)
 		if err == nil || filtered && api.CodeOf(err) == api.CodeFailedPrecondition {
 			continue // picked by the flags, and ended since it was listed
 		}
