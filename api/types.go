@@ -159,6 +159,11 @@ type Job struct {
 	NTasks       int            `json:"ntasks,omitempty"`   // tasks the job says it runs (STRATA_NTASKS); 0: not said
 	Nice         int            `json:"nice,omitempty"`     // the priority adjustment it was submitted with
 	Singleton    bool           `json:"singleton,omitempty"`
+	// Warn is the signal the job is sent WarnBefore seconds before its
+	// walltime ends ("" for none); Warned says it was.
+	Warn       string `json:"warn,omitempty"`
+	WarnBefore int    `json:"warn_before_s,omitempty"`
+	Warned     bool   `json:"warned,omitempty"`
 	// Tasks of a job array: the array's ID (its first task's), the task's
 	// index, how many tasks the array has, and how many may run at once.
 	ArrayJob   JobID `json:"array_job,omitempty"`
@@ -230,7 +235,16 @@ type SubmitRequest struct {
 	// all queued or none; the reply is the first task, whose ID is the
 	// array's.
 	Array *ArraySpec `json:"array,omitempty"`
+	// Warn is a signal (USR1, SIGUSR1 or a number) to send the running
+	// job WarnBefore seconds (0 to MaxWarnBefore) before its walltime
+	// ends, as sbatch --signal=SIG@SECS, so that it can save its work.
+	Warn       string `json:"warn,omitempty"`
+	WarnBefore int    `json:"warn_before_s,omitempty"`
 }
+
+// MaxWarnBefore bounds SubmitRequest.WarnBefore, as Slurm bounds
+// --signal's time.
+const MaxWarnBefore = 65535
 
 // ArraySpec is a job array's task indexes (distinct, at least 0) and the
 // most tasks that may run at once (0: no limit).
@@ -283,6 +297,16 @@ func (r *SubmitRequest) Validate() error {
 	}
 	if err := validateQPU(r.QPU); err != nil {
 		return err
+	}
+	switch {
+	case r.Warn == "" && r.WarnBefore != 0:
+		return Errorf(CodeInvalidArgument, "warn_before_s %d needs warn, the signal to send", r.WarnBefore)
+	case r.WarnBefore < 0 || r.WarnBefore > MaxWarnBefore:
+		return Errorf(CodeInvalidArgument, "warn_before_s %d is out of range: give 0 to %d seconds", r.WarnBefore, MaxWarnBefore)
+	case r.Warn != "":
+		if _, err := signame.Parse(r.Warn); err != nil {
+			return Errorf(CodeInvalidArgument, "warn: %v", err)
+		}
 	}
 	if a := r.Array; a != nil {
 		switch {

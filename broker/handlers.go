@@ -100,6 +100,10 @@ func (r *Runtime) submit(ctx context.Context, q Request) (any, error) {
 		Resv: sr.Resv, Hold: sr.Hold, Requeue: sr.Requeue, Child: sr.Instance,
 		Singleton: sr.Singleton,
 	}
+	if sr.Warn != "" {
+		sig, _ := signame.Parse(sr.Warn) // Validate read it
+		spec.Warn = instance.Warning{Signal: sig, Before: instance.Duration(sr.WarnBefore)}
+	}
 	if sr.NodeList != "" {
 		names, err := hostlist.Parse(sr.NodeList)
 		if err != nil {

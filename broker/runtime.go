@@ -23,6 +23,7 @@ import (
 	"github.com/strata-hpc/strata/broker/store"
 	"github.com/strata-hpc/strata/instance"
 	"github.com/strata-hpc/strata/internal/hostlist"
+	"github.com/strata-hpc/strata/internal/signame"
 	"github.com/strata-hpc/strata/qpu"
 	"github.com/strata-hpc/strata/timeline"
 )
@@ -1434,6 +1435,9 @@ func (r *Runtime) apiJob(j instance.Job) api.Job {
 		out.CPUTime, out.MaxRSS = float64(m.CPU)/1e6, m.MaxRSS
 	}
 	out.Singleton = j.Spec.Singleton
+	if w := j.Spec.Warn; w.Signal != 0 {
+		out.Warn, out.WarnBefore, out.Warned = signame.Short(w.Signal), int(w.Before), j.Term.Warned
+	}
 	if a := j.Spec.Array; a.Job != 0 {
 		out.ArrayJob, out.ArrayTask, out.ArrayCount, out.ArrayLimit = api.JobID(a.Job), a.Task, a.Count, a.Limit
 	}

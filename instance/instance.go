@@ -143,7 +143,11 @@ type wake struct {
 type wakeKind uint8
 
 const (
-	wakeDeadline wakeKind = iota // a running job's TERM or KILL deadline
+	// A running job's warning signal before its walltime (Spec.Warn):
+	// first of the wakes at an instant, so that a warning due at the
+	// deadline goes before the SIGTERM.
+	wakeWarn     wakeKind = iota
+	wakeDeadline          // a running job's TERM or KILL deadline
 	wakeResvStart
 	wakeResvEnd
 	wakePlan  // a planned job's start
@@ -633,6 +637,14 @@ func (in *Instance) checkResources(spec *Spec) error {
 	if m := in.cfg.MaxWalltime; m > 0 && spec.Walltime > m {
 		return fmt.Errorf("%w: walltime %s exceeds this instance's maximum of %s; ask for at most %s", ErrInvalid, fmtDur(spec.Walltime), fmtDur(m), fmtDur(m))
 	}
+	switch w := spec.Warn; {
+	case w.Signal == 0 && w.Before != 0:
+		return fmt.Errorf("%w: a warning %ds before the walltime needs a signal to send", ErrInvalid, w.Before)
+	case w.Signal != 0 && !signame.Known(w.Signal):
+		return fmt.Errorf("%w: %s is not a signal a job can be sent", ErrInvalid, signame.Name(w.Signal))
+	case w.Before < 0 || w.Before > MaxWarnBefore:
+		return fmt.Errorf("%w: a warning %ds before the walltime is out of range: give 0 to %d seconds", ErrInvalid, w.Before, MaxWarnBefore)
+	}
 	if win := Duration(in.tl.Horizon() - in.tl.Origin()); in.tl.Horizon() != timeline.MaxTime && spec.Walltime+in.cfg.KillGrace > win {
 		return fmt.Errorf("%w: walltime %s does not fit in instance %s, which lasts %s", ErrInvalid, fmtDur(spec.Walltime), in.path, fmtDur(win-in.cfg.KillGrace))
 	}
@@ -954,6 +966,40 @@ func (in *Instance) setDeadline(j *Job, t Time) {
 	}
 }
 
+// warnAt is when running job j is due its warning signal (Spec.Warn):
+// Warn.Before seconds before its walltime ends, or at its start when its
+// walltime is shorter.
+func warnAt(j *Job) Time {
+	return max(j.Start, j.Start+Time(j.Spec.Walltime)-Time(j.Spec.Warn.Before))
+}
+
+// armWarn sets running job j's warning wake, if it asks for one and has
+// not had it.
+func (in *Instance) armWarn(j *Job) {
+	if j.Spec.Warn.Signal != 0 && !j.Term.Warned {
+		in.sh.wakes.ReplaceOrInsert(wake{t: warnAt(j), kind: wakeWarn, id: int64(j.ID)})
+	}
+}
+
+// disarmWarn removes running job j's warning wake, if any.
+func (in *Instance) disarmWarn(j *Job) {
+	if j.Spec.Warn.Signal != 0 {
+		in.sh.wakes.Delete(wake{t: warnAt(j), kind: wakeWarn, id: int64(j.ID)})
+	}
+}
+
+// warn sends running job j its warning signal, once.
+func (in *Instance) warn(now Time, j *Job) {
+	j.Term.Warned = true
+	msg := signame.Name(j.Spec.Warn.Signal) + " sent at its walltime"
+	if left := Duration(j.Start + Time(j.Spec.Walltime) - now); left > 0 {
+		msg = fmt.Sprintf("%s sent, %s before its walltime", signame.Name(j.Spec.Warn.Signal), fmtDur(left))
+	}
+	in.sh.emit(Effect{Kind: SignalJob, Path: in.path, Job: j.ID, Signal: j.Spec.Warn.Signal, Reason: msg})
+	j.Events = append(j.Events, Event{Time: now, State: Running, Reason: msg})
+	in.sh.changed(j)
+}
+
 // fireDeadline acts on a running job's deadline: first SIGTERM, then, a
 // grace period later, SIGKILL.
 func (in *Instance) fireDeadline(now Time, j *Job) {
@@ -1057,6 +1103,7 @@ func (in *Instance) release(now Time, j *Job) {
 	}
 	delete(in.run, j.ID)
 	in.setDeadline(j, 0)
+	in.disarmWarn(j)
 	in.freed = true
 	in.dirty()
 	owner := in
@@ -1106,6 +1153,11 @@ func (in *Instance) Tick(now Time) {
 			if j != nil && j.State == Running && j.Term.Deadline == w.t {
 				j.Term.Deadline = 0
 				j.inst.fireDeadline(now, j)
+			}
+		case wakeWarn:
+			j := in.sh.jobs[JobID(w.id)]
+			if j != nil && j.State == Running && !j.Term.TermSent && !j.Term.Warned && warnAt(j) == w.t {
+				j.inst.warn(now, j)
 			}
 		case wakeResvStart:
 			if r := in.sh.resvs[w.name]; r != nil {

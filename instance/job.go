@@ -3,6 +3,7 @@ package instance
 import (
 	"fmt"
 	"maps"
+	"syscall"
 
 	"github.com/strata-hpc/strata/internal/hostlist"
 
@@ -103,7 +104,21 @@ type Spec struct {
 	Singleton bool
 	// Array is set on the tasks of a job array (SubmitArray).
 	Array ArrayTask
+	// Warn asks for a signal before the walltime ends (sbatch --signal).
+	Warn Warning
 }
+
+// Warning asks for Signal to be sent to a running job's processes Before
+// seconds before its walltime ends (sbatch --signal SIG@SECS), so that it
+// can save its work; at its start when its walltime is shorter. It is sent
+// once; a longer walltime given later arms it again.
+type Warning struct {
+	Signal syscall.Signal `json:",omitempty"` // 0: none
+	Before Duration       `json:",omitempty"` // at most MaxWarnBefore
+}
+
+// MaxWarnBefore bounds Warning.Before, as Slurm bounds --signal's time.
+const MaxWarnBefore Duration = 65535
 
 // ArrayTask places a job in a job array: one submission that made many
 // jobs alike but for their task index. Job is the array's ID, the ID of
@@ -131,6 +146,7 @@ type Event struct {
 type Termination struct {
 	Deadline  Time   // next SIGTERM or SIGKILL deadline while running (0: none)
 	TermSent  bool   // SIGTERM sent; SIGKILL comes at Deadline
+	Warned    bool   // the warning signal (Spec.Warn) was sent
 	EndState  State  // the state the job ends in when it exits (0: by its exit)
 	EndReason string // and why
 	KillResv  string // the reservation that will kill it at KillAt

@@ -52,7 +52,7 @@ func TestPlanWakes(t *testing.T) {
 			pushes: []planWake{{20, 7}, {10, 8}},
 			plans:  []plan{{7, 20}, {8, 10}},
 			others: []wake{{t: 20, kind: wakeDeadline, id: 9}, {t: 20, kind: wakeBegin, id: 1}, {t: 5, kind: wakeResvEnd, id: 2, name: "r"}},
-			want:   []string{"5 2 2", "10 plan 8", "20 0 9", "20 plan 7", "20 4 1"},
+			want:   []string{"5 3 2", "10 plan 8", "20 1 9", "20 plan 7", "20 5 1"}, // kinds by number
 		},
 		{
 			name:   "no wakes",

@@ -166,6 +166,7 @@ func (in *Instance) restoreRunning(j *Job) bool {
 	}
 	j.Term.Deadline = 0
 	in.setDeadline(j, dl)
+	in.armWarn(j)
 	if j.Spec.Child {
 		in.startChild(j.Start, j)
 	}

@@ -29,6 +29,7 @@ var update = flag.Bool("update", false, "rewrite the golden scenario files in te
 //	machine nodes=HOSTLIST [qpu=NAME:N,...] [policy=P] [grace=S] [default=S] [max=S]
 //	at T submit USER [n=N] [nodes=HOSTLIST] [t=S] [resv=R] [begin=T] [afterok=ID,..]
 //	         [afterany=..] [afternotok=..] [hold] [requeue] [urgency=N] [qpu=NAME:N] [child] [path=P]
+//	         [warn=SIG@S]  (send SIG S seconds before the walltime ends)
 //	at T exit ID [code=C] [signal=SIG] [lost]
 //	at T cancel USER ID | at T hold USER ID | at T release USER ID | at T move USER ID RESV
 //	at T walltime USER ID S             (a new walltime, pending or running)
@@ -510,6 +511,14 @@ func (s *scenario) at(now Time, cmd string, args []string) []string {
 		}
 		if v := m["urgency"]; v != "" {
 			spec.Urgency = atoi(v)
+		}
+		if v := m["warn"]; v != "" {
+			name, before, _ := strings.Cut(v, "@")
+			sig, err := signame.Parse(name)
+			if err != nil {
+				return errOut(err)
+			}
+			spec.Warn = Warning{Signal: sig, Before: Duration(atoi(before))}
 		}
 		for kind, key := range map[DepKind]string{AfterOK: "afterok", AfterAny: "afterany", AfterNotOK: "afternotok"} {
 			if v := m[key]; v != "" {

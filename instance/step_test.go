@@ -57,6 +57,9 @@ func TestStepReplay(t *testing.T) {
 				if rng.IntN(2) == 0 {
 					spec.Slots = map[string]int{"qpu0": 1 + rng.IntN(2)}
 				}
+				if rng.IntN(3) == 0 {
+					spec.Warn = Warning{Signal: syscall.SIGUSR2, Before: Duration(rng.IntN(120))}
+				}
 				step(now, Submit{Who: who, Path: "root", Spec: spec})
 			case 2:
 				id := JobID(1 + rng.IntN(int(in.LastID())+1))

@@ -75,8 +75,13 @@ func (in *Instance) updateRunning(now Time, who Actor, j *Job, u Update) error {
 		o.freed = true
 	}
 	was := j.Spec.Walltime
+	o.disarmWarn(j)
 	j.Spec.Walltime = w
 	o.setDeadline(j, j.Start+Time(w))
+	if warnAt(j) > now {
+		j.Term.Warned = false // warned again before the new end
+	}
+	o.armWarn(j)
 	if c := in.sh.insts[childPath(j)]; j.Spec.Child && c != nil && !c.ended {
 		// Its instance lasts as long: a job in it may take the time
 		// given, and plans there are made again in the new window.

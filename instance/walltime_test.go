@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -222,5 +223,60 @@ func TestUpdateRunningChildRestore(t *testing.T) {
 		if _, err := in.Submit(20, alice, "root.j1", Spec{Nodes: 1, Walltime: 1001}); err == nil {
 			t.Errorf("%s: a 1001 s job in batch job %d given 1000 s was accepted", name, id)
 		}
+	}
+}
+
+// TestWarnRestore: a job's warning signal is armed again by a restore
+// from the records, and sent once: a core restored after it was sent does
+// not send it again.
+func TestWarnRestore(t *testing.T) {
+	alice := Actor{User: "alice"}
+	build := func() *Instance {
+		in, err := New(Config{Nodes: names("n", 1), KillGrace: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return in
+	}
+	a := build()
+	id, err := a.Submit(0, alice, "root", Spec{Nodes: 1, Walltime: 100, Warn: Warning{Signal: syscall.SIGUSR1, Before: 30}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Ready()
+	restored := func(at Time) *Instance {
+		b := build()
+		rs, js := snapshot(a)
+		if lost, err := b.Restore(at, rs, js); err != nil || len(lost) != 0 {
+			t.Fatalf("Restore: lost %v, %v", lost, err)
+		}
+		b.Ready()
+		return b
+	}
+	signals := func(in *Instance, at Time) []syscall.Signal {
+		in.Tick(at)
+		var out []syscall.Signal
+		for _, e := range in.Ready().Effects {
+			if e.Kind == SignalJob && e.Job == id {
+				out = append(out, e.Signal)
+			}
+		}
+		return out
+	}
+	before := restored(10)
+	for _, in := range []*Instance{a, before} {
+		if got := signals(in, 69); len(got) != 0 {
+			t.Errorf("at 69: signals %v; want none yet", got)
+		}
+		if got := signals(in, 70); !slices.Equal(got, []syscall.Signal{syscall.SIGUSR1}) {
+			t.Errorf("at 70: signals %v; want SIGUSR1", got)
+		}
+	}
+	after := restored(75)
+	if got := signals(after, 80); len(got) != 0 {
+		t.Errorf("restored after the warning: signals %v at 80; want none again", got)
+	}
+	if got := signals(after, 100); !slices.Equal(got, []syscall.Signal{syscall.SIGTERM}) {
+		t.Errorf("restored after the warning: signals %v at 100; want SIGTERM", got)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/strata-hpc/strata/broker/executor"
 	"github.com/strata-hpc/strata/instance"
 	"github.com/strata-hpc/strata/internal/hostlist"
+	"github.com/strata-hpc/strata/internal/signame"
 )
 
 // The buckets of the broker's durable state.
@@ -84,6 +85,10 @@ type JobSpec struct {
 	// change: absent, they read as a plain job, as every older one is.
 	Singleton bool       `json:"singleton,omitempty"`
 	Array     *ArrayTask `json:"array,omitempty"`
+	// Warn and WarnBefore, added the same way, are the signal (by name)
+	// to send WarnBefore seconds before the walltime ends.
+	Warn       string `json:"warn,omitempty"`
+	WarnBefore int64  `json:"warn_before_s,omitempty"`
 }
 
 // ArrayTask places a job in a job array (instance.ArrayTask).
@@ -114,6 +119,7 @@ type Event struct {
 type JobTerm struct {
 	Deadline  int64  `json:"deadline,omitempty"`
 	TermSent  bool   `json:"term_sent,omitempty"`
+	Warned    bool   `json:"warned,omitempty"` // the warning signal was sent
 	EndState  string `json:"end_state,omitempty"`
 	EndReason string `json:"end_reason,omitempty"`
 	KillResv  string `json:"kill_resv,omitempty"`
@@ -141,6 +147,9 @@ func FromJob(j instance.Job, m Meta) Job {
 	if a := j.Spec.Array; a != (instance.ArrayTask{}) {
 		r.Spec.Array = &ArrayTask{Job: int64(a.Job), Task: a.Task, Count: a.Count, Limit: a.Limit}
 	}
+	if w := j.Spec.Warn; w.Signal != 0 {
+		r.Spec.Warn, r.Spec.WarnBefore = signame.Short(w.Signal), int64(w.Before)
+	}
 	if len(j.Spec.NodeList) > 0 {
 		r.Spec.NodeList = hostlist.Format(j.Spec.NodeList)
 	}
@@ -161,7 +170,7 @@ func FromJob(j instance.Job, m Meta) Job {
 		r.Events = append(r.Events, Event{Time: int64(e.Time), State: e.State.String(), Reason: e.Reason})
 	}
 	if t := j.Term; t != (instance.Termination{}) {
-		r.Term = &JobTerm{Deadline: int64(t.Deadline), TermSent: t.TermSent, EndReason: t.EndReason,
+		r.Term = &JobTerm{Deadline: int64(t.Deadline), TermSent: t.TermSent, Warned: t.Warned, EndReason: t.EndReason,
 			KillResv: t.KillResv, KillAt: int64(t.KillAt), Grace: int64(t.Grace), Requeue: t.Requeue, Status: t.Status}
 		if t.EndState != 0 {
 			r.Term.EndState = t.EndState.String()
@@ -188,6 +197,12 @@ func (r Job) Core() (instance.Job, Meta, error) {
 	var err error
 	if r.ID <= 0 {
 		return j, r.Meta, fmt.Errorf("job ID %d is not positive", r.ID)
+	}
+	if r.Spec.Warn != "" {
+		if j.Spec.Warn.Signal, err = signame.Parse(r.Spec.Warn); err != nil {
+			return j, r.Meta, fmt.Errorf("spec.warn: %w", err)
+		}
+		j.Spec.Warn.Before = instance.Duration(r.Spec.WarnBefore)
 	}
 	if r.Path == "" || r.Spec.User == "" {
 		return j, r.Meta, errors.New("the job has no instance path or no user")
@@ -232,7 +247,7 @@ func (r Job) Core() (instance.Job, Meta, error) {
 		j.Events = append(j.Events, instance.Event{Time: instance.Time(e.Time), State: st, Reason: e.Reason})
 	}
 	if t := r.Term; t != nil {
-		j.Term = instance.Termination{Deadline: instance.Time(t.Deadline), TermSent: t.TermSent, EndReason: t.EndReason,
+		j.Term = instance.Termination{Deadline: instance.Time(t.Deadline), TermSent: t.TermSent, Warned: t.Warned, EndReason: t.EndReason,
 			KillResv: t.KillResv, KillAt: instance.Time(t.KillAt), Grace: instance.Duration(t.Grace), Requeue: t.Requeue, Status: t.Status}
 		if t.EndState != "" {
 			if j.Term.EndState, err = instance.ParseState(t.EndState); err != nil {

@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/strata-hpc/strata/broker/executor"
@@ -482,6 +483,7 @@ func TestRoundTripEveryField(t *testing.T) {
 	j.ID, j.Path, j.State, j.Term.EndState = 7, "root.j3", instance.Timeout, instance.Killed
 	j.Spec.NodeList, j.Nodes = []string{"n1", "n2"}, []string{"n4"}
 	j.Spec.Exclude = []string{"n5", "n7"}
+	j.Spec.Warn.Signal = syscall.SIGUSR1 // stored by name: one Parse reads
 	j.Spec.Deps = []instance.Dep{{Kind: instance.AfterNotOK, Job: 3}, {Kind: instance.AfterOK, Job: 2, Archived: true, Ended: instance.Completed}}
 	j.Events = []instance.Event{{Time: 5, State: instance.Running, Reason: "started"}}
 	j.Wait = nil // derived: the core computes it afresh, it is not state

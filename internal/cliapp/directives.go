@@ -73,6 +73,7 @@ var sbatchOptions = []dirOption{
 	{"", "requeue", "requeue", true},
 	{"", "export", "export", false},
 	{"", "nice", "nice", false},
+	{"", "signal", "signal", false},
 }
 
 // strataOptions are the options of #STRATA lines: every flag of submit,

@@ -235,6 +235,27 @@ func TestCLICancelSignal(t *testing.T) {
 	}
 }
 
+// TestCLISignalBeforeWalltime: submit --signal USR1@5 sends the job
+// SIGUSR1 five seconds before its walltime ends, as sbatch --signal does:
+// the job's trap saves its work and exits 0, so the job completes instead
+// of timing out; job show says the signal was sent.
+func TestCLISignalBeforeWalltime(t *testing.T) {
+	t.Parallel()
+	b := startCLIBroker(t, "n[0-1]", "alice")
+	mark := filepath.Join(b.work, "saved.txt")
+	id := b.id(b.must("alice", "submit", "-t", "8s", "--signal", "USR1@5", "--",
+		"sh", "-c", "trap 'echo saved > "+mark+"; exit 0' USR1; while :; do sleep 0.1; done"))
+	b.expect("alice", 2, "--signal", "submit", "--signal", "B:USR1@5", "--", "true")
+	b.run("alice", nil, "wait", id)
+	j := b.job("alice", id)
+	if data, _ := os.ReadFile(mark); j.State != api.JobCompleted || !j.Warned || j.Warn != "USR1" || j.WarnBefore != 5 || !strings.Contains(string(data), "saved") {
+		t.Fatalf("job %s with --signal USR1@5: %s (%s), warn %q %ds sent %v, file %q; want completed after the trap saved", id, j.State, j.Reason, j.Warn, j.WarnBefore, j.Warned, data)
+	}
+	if out := b.must("alice", "job", "show", id); !strings.Contains(out, "SIGUSR1 5s before its walltime ends (sent)") {
+		t.Errorf("job show does not say the signal was sent:\n%s", out)
+	}
+}
+
 // TestCLICancelFilters: cancel -u, --state and --name pick the jobs to
 // cancel as scancel's do: the caller's own by default, only those in the
 // states and of the name given, an array's tasks one by one; another

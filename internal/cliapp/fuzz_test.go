@@ -142,3 +142,21 @@ func FuzzNameRe(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseWarn: --signal never panics, and what it accepts the API
+// accepts too.
+func FuzzParseWarn(f *testing.F) {
+	for _, s := range []string{"USR1", "USR1@120", "sigterm@0", "10@65535", "B:USR1@60", "R:USR1", "USR1@", "@60", "USR1@-1", "USR1@99999999999999999999", ":"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		sig, before, err := parseWarn(s)
+		if err != nil {
+			return
+		}
+		r := api.SubmitRequest{Nodes: 1, Command: []string{"true"}, Warn: sig, WarnBefore: before}
+		if err := r.Validate(); err != nil {
+			t.Fatalf("parseWarn(%q) = %q, %d, but the API refuses it: %v", s, sig, before, err)
+		}
+	})
+}

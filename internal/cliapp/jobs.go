@@ -289,6 +289,13 @@ func printJob(w io.Writer, j api.Job) {
 	if j.Singleton {
 		rows = append(rows, [2]string{"singleton", "true"})
 	}
+	if j.Warn != "" {
+		sent := ""
+		if j.Warned {
+			sent = " (sent)"
+		}
+		rows = append(rows, [2]string{"signal", fmt.Sprintf("SIG%s %ds before its walltime ends%s", j.Warn, j.WarnBefore, sent)})
+	}
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s:\t%s\n", r[0], r[1])
 	}
@@ -515,7 +522,7 @@ func runCancel(c *cli.Context) error {
 		if err != nil {
 			return flagErr("-s/--signal", err)
 		}
-		sig = strings.TrimPrefix(signame.Name(v), "SIG")
+		sig = signame.Short(v)
 		if c.IsSet("state") && c.String("state") != string(api.JobRunning) {
 			return flagErr("--state", fmt.Errorf("only running jobs can be sent a signal: leave --state out with -s, or give running"))
 		}

@@ -47,6 +47,7 @@ func jobFlags() []cli.Flag {
 		&cli.IntFlag{Name: "nice", Usage: "lower the job's priority by N (1-15 make a difference); a negative N raises it (admins only)"},
 		&cli.StringFlag{Name: "dependency", Aliases: []string{"d"}, Usage: "Slurm's syntax: afterok:ID[:ID...], afterany:..., afternotok:..., singleton; comma-separated, all must hold"},
 		&cli.StringFlag{Name: "array", Aliases: []string{"a"}, Usage: "a job array: task indexes as 1-1000, 1,3,5-9:2, with %N to run at most N at once; each task gets STRATA_ARRAY_TASK_ID, and %A/%a in -o/-e"},
+		&cli.StringFlag{Name: "signal", Usage: "SIG[@SECS]: send the job SIG (USR1, a name or number) SECS seconds (default 60) before its walltime ends, to save its work"},
 		&cli.BoolFlag{Name: "verbose", Usage: "say which script directives the command line overrode"},
 	}
 }
@@ -63,7 +64,7 @@ type jobSpec struct {
 	Output, Error              string
 	NTasks, Nice               int
 	Chdir, Export, Dependency  string
-	Array                      string
+	Array, Signal              string
 	Command                    []string
 }
 
@@ -74,7 +75,7 @@ func readJobSpec(c *cli.Context) jobSpec {
 		AfterOK: c.String("afterok"), AfterAny: c.String("afterany"), AfterNo: c.String("afternotok"),
 		QPU: c.StringSlice("qpu"), Output: c.String("output"), Error: c.String("error"),
 		NTasks: c.Int("ntasks"), Nice: c.Int("nice"), Chdir: c.String("chdir"), Export: c.String("export"),
-		Dependency: c.String("dependency"), Array: c.String("array"),
+		Dependency: c.String("dependency"), Array: c.String("array"), Signal: c.String("signal"),
 		Command: c.Args().Slice(),
 	}
 }
@@ -162,6 +163,11 @@ func (s jobSpec) request(now time.Time, cwd string, environ []string) (api.Submi
 			return r, flagErr("-a/--array", err)
 		}
 		r.Array = &api.ArraySpec{Tasks: tasks, Limit: limit}
+	}
+	if s.Signal != "" {
+		if r.Warn, r.WarnBefore, err = parseWarn(s.Signal); err != nil {
+			return r, flagErr("--signal", err)
+		}
 	}
 	if s.NTasks < 0 {
 		return r, flagErr("-n/--ntasks", fmt.Errorf("%d: give a whole number of tasks from 1", s.NTasks))

@@ -74,3 +74,14 @@ func Known(sig syscall.Signal) bool {
 	}
 	return false
 }
+
+// Short returns sig's name without SIG ("USR1"), the form the API and the
+// records carry, or its number for one not in the table.
+func Short(sig syscall.Signal) string {
+	for _, e := range names {
+		if e.sig == sig {
+			return e.name
+		}
+	}
+	return strconv.Itoa(int(sig))
+}

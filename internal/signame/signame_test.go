@@ -40,6 +40,9 @@ func TestName(t *testing.T) {
 		if got := Name(sig); got != want {
 			t.Errorf("Name(%d) = %q, want %q", sig, got, want)
 		}
+		if got, short := Short(sig), strings.TrimPrefix(strings.TrimPrefix(want, "SIG"), "signal "); got != short {
+			t.Errorf("Short(%d) = %q, want %q", sig, got, short)
+		}
 	}
 	for _, e := range names {
 		if got, err := Parse(Name(e.sig)); err != nil || got != e.sig || !Known(e.sig) {
