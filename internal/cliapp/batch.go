@@ -36,7 +36,7 @@ func batchCommand() *cli.Command {
 			"a name that is not a file here must be a command in PATH ('strata batch -- sh -c ...').\n" +
 			"An inner job without -t gets what is left of the batch job's walltime; one with -t\n" +
 			"must fit in it.",
-		Flags:  jobFlags(),
+		Flags:  append(jobFlags(), waitFlag()),
 		Action: runBatch,
 	}
 }
@@ -106,12 +106,7 @@ func runBatch(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	job, err := dialSubmit(c, req)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(c.App.Writer, job.ID)
-	return nil
+	return dialSubmit(c, req)
 }
 
 // How alloc follows its job.

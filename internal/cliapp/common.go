@@ -315,14 +315,42 @@ func submitJob(c *cli.Context, cl *client.Client, req api.SubmitRequest) (api.Jo
 	return job, err
 }
 
-// dialSubmit dials the broker and submits req (submitJob).
-func dialSubmit(c *cli.Context, req api.SubmitRequest) (api.Job, error) {
+// dialSubmit dials the broker, submits req (submitJob) and prints the
+// job's ID; with --wait it then waits for the job to end, as sbatch
+// --wait does, and returns what run would make of its end.
+func dialSubmit(c *cli.Context, req api.SubmitRequest) error {
 	cl, err := dial(c)
 	if err != nil {
-		return api.Job{}, err
+		return err
 	}
 	defer cl.Close()
-	return submitJob(c, cl, req)
+	job, err := submitJob(c, cl, req)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(c.App.Writer, job.ID)
+	if !c.Bool("wait") {
+		return nil
+	}
+	if req.Array != nil {
+		// Its tasks have consecutive IDs from the first's.
+		ids := make([]api.JobID, len(req.Array.Tasks))
+		for i := range ids {
+			ids[i] = job.ID + api.JobID(i)
+		}
+		return waitAll(c, cl, ids)
+	}
+	end, err := waitJob(ctxOf(c), cl, job.ID)
+	if err != nil {
+		return err
+	}
+	return jobOutcome(end)
+}
+
+// waitFlag is sbatch --wait, for submit and batch (run and alloc always
+// wait).
+func waitFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "wait", Aliases: []string{"W"}, Usage: "wait until the job (every task of an array) has ended, and exit as 'strata run' does: 0 if it completed, else its exit code and why"}
 }
 
 // isCode reports whether err is an *api.Error with code.

@@ -256,6 +256,40 @@ func TestCLISignalBeforeWalltime(t *testing.T) {
 	}
 }
 
+// TestCLISubmitWait: submit -W and batch -W print the ID, wait for the job
+// and exit as run does, as sbatch --wait does: with the job's exit code;
+// an array's -W waits for every task and fails if one did.
+func TestCLISubmitWait(t *testing.T) {
+	t.Parallel()
+	b := startCLIBroker(t, "n[0-2]", "alice")
+	r := b.run("alice", nil, "submit", "-W", "--", "sh", "-c", "sleep 1; exit 3")
+	id := strings.TrimSpace(r.stdout)
+	if r.code != 3 || !strings.Contains(r.stderr, "exited with code 3") {
+		t.Errorf("submit -W of a job that exits 3: %s", r)
+	}
+	if j := b.job("alice", id); j.State != api.JobFailed {
+		t.Errorf("job %s after submit -W returned: %s; want failed, ended", id, j.State)
+	}
+	script := filepath.Join(b.work, "ok.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\n#SBATCH -t 1m\nsleep 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r = b.run("alice", nil, "batch", "--wait", script)
+	if id := strings.TrimSpace(r.stdout); r.code != 0 || b.job("alice", id).State != api.JobCompleted {
+		t.Errorf("batch --wait of a script that exits 0: %s; job %s", r, id)
+	}
+	r = b.run("alice", nil, "submit", "-W", "--array", "1-3", "--", "sh", "-c", "exit $((STRATA_ARRAY_TASK_ID == 2))")
+	if r.code != 1 || !strings.Contains(r.stderr, "1 of 3 jobs did not complete") {
+		t.Errorf("submit -W --array with one failing task: %s", r)
+	}
+	first, _ := strconv.Atoi(strings.TrimSpace(r.stdout))
+	for i := range 3 {
+		if j := b.job("alice", strconv.Itoa(first+i)); !j.State.Terminal() {
+			t.Errorf("task %d of the array is %s after submit -W returned", i+1, j.State)
+		}
+	}
+}
+
 // TestCLICancelFilters: cancel -u, --state and --name pick the jobs to
 // cancel as scancel's do: the caller's own by default, only those in the
 // states and of the name given, an array's tasks one by one; another

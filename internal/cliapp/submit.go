@@ -262,13 +262,13 @@ func jobDir(cwd, dir string) string {
 func submitCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "submit",
-		Usage:     "queue a job and print its ID",
+		Usage:     "queue a job and print its ID (-W: then wait for it, as sbatch --wait)",
 		UsageText: "strata submit [-N NODES | -w HOSTLIST] [-t WALLTIME] [--name NAME] [--resv NAME] [--begin TIME] [--hold] [--afterok IDS] [--afterany IDS] [--afternotok IDS] [--requeue] [--qpu NAME:SLOTS]... [-o FILE] [-e FILE] -- COMMAND [ARGS...]",
 		Description: "Queues COMMAND to run in the current directory with the current environment\n" +
 			"(all of it) and prints the new job's ID alone on stdout. Output goes to\n" +
 			"strata-ID.out and strata-ID.err in the current directory unless -o/-e say otherwise;\n" +
 			"strata-ID.err is removed at the end if the job wrote nothing to it.",
-		Flags:  jobFlags(),
+		Flags:  append(jobFlags(), waitFlag()),
 		Action: runSubmit,
 	}
 }
@@ -278,10 +278,5 @@ func runSubmit(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	job, err := dialSubmit(c, req)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(c.App.Writer, job.ID)
-	return nil
+	return dialSubmit(c, req)
 }
