@@ -240,6 +240,11 @@ type SubmitRequest struct {
 	// ends, as sbatch --signal=SIG@SECS, so that it can save its work.
 	Warn       string `json:"warn,omitempty"`
 	WarnBefore int    `json:"warn_before_s,omitempty"`
+	// TestOnly queues nothing (sbatch --test-only): the reply is the job
+	// as it would be, ID 0, with PlannedStart when it would start and
+	// Nodes where, as the instance has room now (an estimate: see
+	// instance.Estimate), and in Reason what else it would wait for.
+	TestOnly bool `json:"test_only,omitempty"`
 }
 
 // MaxWarnBefore bounds SubmitRequest.WarnBefore, as Slurm bounds

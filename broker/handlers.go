@@ -137,6 +137,16 @@ func (r *Runtime) submit(ctx context.Context, q Request) (any, error) {
 	if err := r.resolveDeps(ctx, spec.Deps); err != nil {
 		return nil, err
 	}
+	if sr.TestOnly {
+		return r.do(ctx, func(now instance.Time) (any, error) {
+			e, err := r.in.Estimate(now, actor(q), q.Path, spec)
+			if err != nil {
+				return nil, coreError(err)
+			}
+			return api.Job{User: q.User, Name: sr.Name, State: api.JobPending, Reason: e.Note, NNodes: e.Spec.Nodes,
+				Walltime: int64(e.Spec.Walltime), Nodes: hostlist.Format(e.Nodes), PlannedStart: unix(e.Start), Resv: e.Spec.Resv}, nil
+		})
+	}
 	meta := &jobMeta{Command: sr.Command, Cwd: sr.Cwd, Env: sr.Env, Stdout: sr.Stdout, Stderr: sr.Stderr, Key: sr.Key, NTasks: sr.NTasks, Nice: sr.Nice}
 	v, err := r.do(ctx, func(now instance.Time) (any, error) {
 		if sr.Key != "" { // a retry: the first answer

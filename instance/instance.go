@@ -429,6 +429,48 @@ func (in *Instance) Submit(now Time, who Actor, path string, spec Spec) (JobID, 
 	return j.ID, nil
 }
 
+// Estimate is when and where a job would start (Instance.Estimate).
+type Estimate struct {
+	Start Time
+	Nodes []string
+	Spec  Spec   // normalised, as Submit would queue it
+	Note  string // what else it would wait for (a hold, dependencies), if anything
+}
+
+// Estimate says when a job of spec submitted to path now would start, and
+// on which nodes, without queueing it, as sbatch --test-only does: the
+// earliest window the instance's timeline has room for now, given its
+// running jobs, reservations and plans, from the job's begin time on. It
+// refuses what Submit would refuse. Under conservative backfilling every
+// queued job holds a plan, so it is the start a new job of the lowest
+// priority would be planned at; under EASY only the queue's head does, so
+// it is a bound the jobs queued ahead may push back. It changes nothing.
+func (in *Instance) Estimate(now Time, who Actor, path string, spec Spec) (Estimate, error) {
+	target, err := in.submitTarget(who, path, &spec)
+	if err != nil {
+		return Estimate{}, err
+	}
+	if spec, err = target.newJobCheck(now, spec); err != nil {
+		return Estimate{}, err
+	}
+	j := &Job{Spec: spec, inst: target}
+	t, nodes, err := target.tl.EarliestFit(target.request(j), target.notBefore(now, j), target.hold(j))
+	if err != nil {
+		if target.tl.Horizon() != timeline.MaxTime {
+			return Estimate{}, fmt.Errorf("%w: instance %s has no window for it before it ends at %s", ErrNoFit, target.path, fmtTime(target.tl.Horizon()))
+		}
+		return Estimate{}, fmt.Errorf("%w: %v", ErrNoFit, err)
+	}
+	e := Estimate{Start: t, Nodes: target.names(nodes), Spec: spec}
+	switch {
+	case spec.Hold:
+		e.Note = "it would be held: not before it is released"
+	case len(spec.Deps) > 0:
+		e.Note = "not before its dependencies are met"
+	}
+	return e, nil
+}
+
 // MaxArrayTasks bounds the tasks of one job array.
 const MaxArrayTasks = 100000
 

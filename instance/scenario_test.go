@@ -32,6 +32,7 @@ var update = flag.Bool("update", false, "rewrite the golden scenario files in te
 //	         [warn=SIG@S]  (send SIG S seconds before the walltime ends)
 //	at T exit ID [code=C] [signal=SIG] [lost]
 //	at T cancel USER ID | at T hold USER ID | at T release USER ID | at T move USER ID RESV
+//	at T estimate USER [the options of submit]  (when it would start: sbatch --test-only)
 //	at T walltime USER ID S             (a new walltime, pending or running)
 //	at T signal USER ID SIG             (send a running job a signal: USR1, SIGTERM, 10)
 //	at T tick
@@ -491,7 +492,7 @@ func (s *scenario) at(now Time, cmd string, args []string) []string {
 	case "tick":
 		_, err := s.step(now, Tick{})
 		return errOut(err)
-	case "submit":
+	case "submit", "estimate":
 		spec := Spec{Name: m["name"], Resv: m["resv"], Hold: m["hold"] == "true", Requeue: m["requeue"] == "true", Child: m["child"] == "true"}
 		if v := m["n"]; v != "" {
 			spec.Nodes = atoi(v)
@@ -537,6 +538,17 @@ func (s *scenario) at(now Time, cmd string, args []string) []string {
 		path := "root"
 		if p := m["path"]; p != "" {
 			path = p
+		}
+		if cmd == "estimate" {
+			e, err := in.Estimate(now, actor(pos[0]), path, spec)
+			if err != nil {
+				return errOut(err)
+			}
+			out := fmt.Sprintf("would start at %d on %s", e.Start, hostlist.Format(e.Nodes))
+			if e.Note != "" {
+				out += "; " + e.Note
+			}
+			return []string{out}
 		}
 		o, err := s.step(now, Submit{Who: actor(pos[0]), Path: path, Spec: spec})
 		if err != nil {

@@ -36,7 +36,7 @@ func batchCommand() *cli.Command {
 			"a name that is not a file here must be a command in PATH ('strata batch -- sh -c ...').\n" +
 			"An inner job without -t gets what is left of the batch job's walltime; one with -t\n" +
 			"must fit in it.",
-		Flags:  append(jobFlags(), waitFlag()),
+		Flags:  append(jobFlags(), queueFlags()...),
 		Action: runBatch,
 	}
 }

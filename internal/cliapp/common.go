@@ -317,13 +317,30 @@ func submitJob(c *cli.Context, cl *client.Client, req api.SubmitRequest) (api.Jo
 
 // dialSubmit dials the broker, submits req (submitJob) and prints the
 // job's ID; with --wait it then waits for the job to end, as sbatch
-// --wait does, and returns what run would make of its end.
+// --wait does, and returns what run would make of its end. With
+// --test-only it queues nothing and prints when the job would start.
 func dialSubmit(c *cli.Context, req api.SubmitRequest) error {
+	if c.Bool("test-only") && c.Bool("wait") {
+		return usageErr(fmt.Errorf("--test-only queues nothing, so there is nothing to --wait for: give one of the two"))
+	}
 	cl, err := dial(c)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
+	if c.Bool("test-only") {
+		req.TestOnly = true
+		var j api.Job
+		if err := call(c, cl, api.OpSubmit, req, &j); err != nil {
+			return err
+		}
+		line := fmt.Sprintf("would start at %s on %s (an estimate, from the queue as it is now; nothing was queued)", j.PlannedStart.Local().Format(time.RFC3339), cell(j.Nodes))
+		if j.Reason != "" {
+			line += "; " + termSafe(j.Reason)
+		}
+		fmt.Fprintln(c.App.Writer, line)
+		return nil
+	}
 	job, err := submitJob(c, cl, req)
 	if err != nil {
 		return err
@@ -347,10 +364,13 @@ func dialSubmit(c *cli.Context, req api.SubmitRequest) error {
 	return jobOutcome(end)
 }
 
-// waitFlag is sbatch --wait, for submit and batch (run and alloc always
-// wait).
-func waitFlag() cli.Flag {
-	return &cli.BoolFlag{Name: "wait", Aliases: []string{"W"}, Usage: "wait until the job (every task of an array) has ended, and exit as 'strata run' does: 0 if it completed, else its exit code and why"}
+// queueFlags are sbatch's --wait and --test-only, for submit and batch
+// (run and alloc always wait).
+func queueFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.BoolFlag{Name: "wait", Aliases: []string{"W"}, Usage: "wait until the job (every task of an array) has ended, and exit as 'strata run' does: 0 if it completed, else its exit code and why"},
+		&cli.BoolFlag{Name: "test-only", Usage: "queue nothing: say when and where the job would start, as the queue is now (sbatch --test-only)"},
+	}
 }
 
 // isCode reports whether err is an *api.Error with code.

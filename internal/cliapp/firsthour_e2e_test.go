@@ -290,6 +290,30 @@ func TestCLISubmitWait(t *testing.T) {
 	}
 }
 
+// TestCLISubmitTestOnly: submit --test-only says when and where a job
+// would start, as sbatch --test-only does, and queues nothing: behind a
+// job holding every node, at its end; refusals are those of submit.
+func TestCLISubmitTestOnly(t *testing.T) {
+	t.Parallel()
+	b := startCLIBroker(t, "n[0-1]", "alice")
+	id := b.id(b.must("alice", "submit", "-N", "2", "-t", "1h", "--", "sleep", "300"))
+	poll(t, 20*time.Second, "job "+id+" to run", func() bool { return b.job("alice", id).State == api.JobRunning })
+	start := b.job("alice", id).StartTime
+	out := b.must("alice", "submit", "--test-only", "-N", "1", "-t", "10m", "--", "true")
+	at, _, ok := strings.Cut(strings.TrimPrefix(out, "would start at "), " on ")
+	when, err := time.Parse(time.RFC3339, at)
+	if !ok || err != nil || when.Before(start.Add(time.Hour)) || when.After(start.Add(time.Hour+time.Minute)) || !strings.Contains(out, "nothing was queued") {
+		t.Errorf("submit --test-only behind a 1 h job started at %s: %q; want a start about an hour later", start, out)
+	}
+	var jobs []api.Job
+	b.mustJSON(&jobs, "alice", "jobs", "--json")
+	if len(jobs) != 1 {
+		t.Errorf("after submit --test-only: %d jobs; want only job %s", len(jobs), id)
+	}
+	b.expect("alice", 1, "3 nodes requested but instance root has only 2", "submit", "--test-only", "-N", "3", "--", "true")
+	b.expect("alice", 2, "nothing to --wait for", "submit", "--test-only", "-W", "--", "true")
+}
+
 // TestCLICancelFilters: cancel -u, --state and --name pick the jobs to
 // cancel as scancel's do: the caller's own by default, only those in the
 // states and of the name given, an array's tasks one by one; another

@@ -268,7 +268,7 @@ func submitCommand() *cli.Command {
 			"(all of it) and prints the new job's ID alone on stdout. Output goes to\n" +
 			"strata-ID.out and strata-ID.err in the current directory unless -o/-e say otherwise;\n" +
 			"strata-ID.err is removed at the end if the job wrote nothing to it.",
-		Flags:  append(jobFlags(), waitFlag()),
+		Flags:  append(jobFlags(), queueFlags()...),
 		Action: runSubmit,
 	}
 }
