@@ -126,14 +126,8 @@ func TestUpdateRunningKilled(t *testing.T) {
 // starts the job behind it at the same instant as the original.
 func TestUpdateRunningRestore(t *testing.T) {
 	admin, alice := Actor{User: "admin", Admin: true}, Actor{User: "alice"}
-	build := func() *Instance {
-		in, err := New(Config{Nodes: names("n", 2), KillGrace: 10})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return in
-	}
-	a := build()
+	cfg := Config{Nodes: names("n", 2), KillGrace: 10}
+	a := mustNew(t, cfg)
 	long, err := a.Submit(0, alice, "root", Spec{Nodes: 1, Walltime: 100})
 	if err != nil {
 		t.Fatal(err)
@@ -152,11 +146,7 @@ func TestUpdateRunningRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.Ready()
-	b := build()
-	rs, js := snapshot(a)
-	if lost, err := b.Restore(20, rs, js); err != nil || len(lost) != 0 {
-		t.Fatalf("Restore: lost %v, %v", lost, err)
-	}
+	b := restoredCopy(t, a, cfg, 20)
 	a.Tick(20)
 	a.Ready()
 	b.Ready()
@@ -196,14 +186,8 @@ func TestUpdateRunningRestore(t *testing.T) {
 // longer window for its instance through a restore from the records.
 func TestUpdateRunningChildRestore(t *testing.T) {
 	admin, alice := Actor{User: "admin", Admin: true}, Actor{User: "alice"}
-	build := func() *Instance {
-		in, err := New(Config{Nodes: names("n", 2), KillGrace: 10})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return in
-	}
-	a := build()
+	cfg := Config{Nodes: names("n", 2), KillGrace: 10}
+	a := mustNew(t, cfg)
 	id, err := a.Submit(0, alice, "root", Spec{Nodes: 2, Walltime: 100, Child: true})
 	if err != nil {
 		t.Fatal(err)
@@ -211,11 +195,7 @@ func TestUpdateRunningChildRestore(t *testing.T) {
 	if err := a.Update(5, admin, id, Update{Walltime: 1000}); err != nil {
 		t.Fatal(err)
 	}
-	b := build()
-	rs, js := snapshot(a)
-	if lost, err := b.Restore(10, rs, js); err != nil || len(lost) != 0 {
-		t.Fatalf("Restore: lost %v, %v", lost, err)
-	}
+	b := restoredCopy(t, a, cfg, 10)
 	for name, in := range map[string]*Instance{"original": a, "restored": b} {
 		if _, err := in.Submit(20, alice, "root.j1", Spec{Nodes: 1, Walltime: 900}); err != nil {
 			t.Errorf("%s: a 900 s job in batch job %d given 1000 s: %v", name, id, err)
@@ -231,25 +211,15 @@ func TestUpdateRunningChildRestore(t *testing.T) {
 // not send it again.
 func TestWarnRestore(t *testing.T) {
 	alice := Actor{User: "alice"}
-	build := func() *Instance {
-		in, err := New(Config{Nodes: names("n", 1), KillGrace: 10})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return in
-	}
-	a := build()
+	cfg := Config{Nodes: names("n", 1), KillGrace: 10}
+	a := mustNew(t, cfg)
 	id, err := a.Submit(0, alice, "root", Spec{Nodes: 1, Walltime: 100, Warn: Warning{Signal: syscall.SIGUSR1, Before: 30}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	a.Ready()
 	restored := func(at Time) *Instance {
-		b := build()
-		rs, js := snapshot(a)
-		if lost, err := b.Restore(at, rs, js); err != nil || len(lost) != 0 {
-			t.Fatalf("Restore: lost %v, %v", lost, err)
-		}
+		b := restoredCopy(t, a, cfg, at)
 		b.Ready()
 		return b
 	}
@@ -279,4 +249,26 @@ func TestWarnRestore(t *testing.T) {
 	if got := signals(after, 100); !slices.Equal(got, []syscall.Signal{syscall.SIGTERM}) {
 		t.Errorf("restored after the warning: signals %v at 100; want SIGTERM", got)
 	}
+}
+
+// mustNew returns a new root instance of cfg.
+func mustNew(t *testing.T, cfg Config) *Instance {
+	t.Helper()
+	in, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+// restoredCopy returns a new root instance of cfg with a's records (what a
+// runtime would have persisted) restored into it at at.
+func restoredCopy(t *testing.T, a *Instance, cfg Config, at Time) *Instance {
+	t.Helper()
+	b := mustNew(t, cfg)
+	rs, js := snapshot(a)
+	if lost, err := b.Restore(at, rs, js); err != nil || len(lost) != 0 {
+		t.Fatalf("Restore: lost %v, %v", lost, err)
+	}
+	return b
 }
