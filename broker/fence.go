@@ -229,6 +229,7 @@ func (r *Runtime) config() store.Config {
 		Admins:    ptr(strings.Join(admins, ",")), WalltimeLimit: ptr(int64(lim.MaxWalltime / time.Second)), MaxEnv: ptr(lim.MaxEnvBytes),
 		MaxActivePerUser: ptr(o.MaxActivePerUser), MaxRequestsPerUser: ptr(o.MaxRequestsPerUser),
 		PrivateData: ptr(private), KeepFinished: ptr(int64(r.res.keepFinished() / time.Second)), KeepFinishedMax: ptr(r.res.KeepFinishedMax),
+		MaxJobsPerUser: ptr(r.res.MaxJobsPerUser),
 	}
 }
 

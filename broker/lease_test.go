@@ -326,7 +326,7 @@ func TestFenceRefusesDeposedWrites(t *testing.T) {
 
 // TestStandbyConfigMismatch: a standby whose configuration differs from
 // the active broker's (resources, policy, admins, limits, private data,
-// keep-finished) refuses to start, naming every difference and its flag
+// keep-finished, max jobs per user) refuses to start, naming every difference and its flag
 // and changing nothing; one with the same configuration waits.
 func TestStandbyConfigMismatch(t *testing.T) {
 	c := newLeaseCluster(t)
@@ -366,6 +366,7 @@ func TestStandbyConfigMismatch(t *testing.T) {
 		{"keep finished", `keep finished: "60s" here, "259200s" on the active broker (--keep-finished)`, nil, func(r *Resources) { r.KeepFinished = time.Minute }},
 		{"keep finished max", `keep finished max: "5" here, "0" on the active broker (--keep-finished-max)`, nil, func(r *Resources) { r.KeepFinishedMax = 5 }},
 		{"max walltime", `max walltime: "7200s" here, "0s" on the active broker (--max-walltime)`, nil, func(r *Resources) { r.MaxWalltime = 2 * time.Hour }},
+		{"max jobs per user", `max jobs per user: "9" here, "0" on the active broker (--max-jobs-per-user)`, nil, func(r *Resources) { r.MaxJobsPerUser = 9 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := []func(*Options){func(o *Options) { o.Standby = true }}

@@ -26,6 +26,13 @@ const (
 	DefaultMaxRequestsPerUser = 1024
 )
 
+// DefaultMaxJobsPerUser is the broker command's bound on one user's jobs
+// queued or running: one job array of the largest size (api.MaxArrayTasks),
+// so that nothing a user may ask for in one request is refused by it, while
+// no user can grow the broker's live state (a record each, in memory and
+// in the store) without end.
+const DefaultMaxJobsPerUser = api.MaxArrayTasks
+
 // userLoad is what one user has in the broker.
 type userLoad struct {
 	active int // being handled, holding a place among MaxInflight

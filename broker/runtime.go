@@ -49,6 +49,9 @@ type Resources struct {
 	DefaultWalltime time.Duration   // default 1h
 	MaxWalltime     time.Duration   // 0: none
 	KillGrace       time.Duration   // SIGTERM to SIGKILL; default 10s
+	// MaxJobsPerUser bounds the jobs one user may have queued or running
+	// (instance.Config.MaxJobsPerUser); 0: none.
+	MaxJobsPerUser int
 	// Executor runs the jobs; default a local executor with its state
 	// under the broker's state directory (the built-in agent of the
 	// embedded default: every node is this machine).
@@ -282,6 +285,7 @@ func (b *Broker) RunInstances(res Resources) (*Runtime, error) {
 		DefaultWalltime: secs(res.DefaultWalltime), MaxWalltime: secs(res.MaxWalltime),
 		KillGrace:      secs(res.KillGrace),
 		QPUConcurrency: res.QPUConcurrency, QPUHeartbeatTimeout: qpuHeartbeatTimeout(qpuHeartbeat(res)),
+		MaxJobsPerUser: res.MaxJobsPerUser,
 	})
 	if err != nil {
 		return nil, err
@@ -1369,6 +1373,7 @@ func coreError(err error) error {
 		{instance.ErrInvalid, api.CodeInvalidArgument},
 		{instance.ErrState, api.CodeConflict},
 		{instance.ErrNoFit, api.CodeNoResources},
+		{instance.ErrLimit, api.CodeResourceExhausted},
 	})
 }
 

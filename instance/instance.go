@@ -23,6 +23,7 @@ var (
 	ErrInvalid    = errors.New("instance: invalid request")
 	ErrState      = errors.New("instance: not possible in the current state")
 	ErrNoFit      = errors.New("instance: resources not available")
+	ErrLimit      = errors.New("instance: limit reached")
 )
 
 // Actor is who makes a request, as the transport established it.
@@ -53,6 +54,10 @@ type Config struct {
 	// silence can look up to a second longer than it is: give it a
 	// second more than the heartbeats need.
 	QPUHeartbeatTimeout Duration
+	// MaxJobsPerUser bounds the jobs one user may have queued or running
+	// in the tree (Slurm's MaxSubmitJobs): a submission past it is an
+	// ErrLimit. Admins are not bound. 0: no bound.
+	MaxJobsPerUser int
 }
 
 // Instance is one resource-manager instance and, for the root, the tree
@@ -107,18 +112,22 @@ type Instance struct {
 
 // shared is the state of a whole instance tree.
 type shared struct {
-	passes   uint64 // scheduling passes run in the tree (Stats)
-	newID    func() JobID
-	lastID   JobID
-	lastResv int64
-	jobs     map[JobID]*Job
-	ids      *btree.BTreeG[JobID] // the keys of jobs, in order, for pages
-	deps     map[JobID][]JobID    // job -> jobs waiting on it
-	insts    map[string]*Instance
-	resvs    map[string]*Resv
-	wakes    *btree.BTreeG[wake] // all but the planned starts
-	planned  planWakes           // the planned starts (see planWakes)
-	dirty    map[*Instance]bool
+	passes uint64 // scheduling passes run in the tree (Stats)
+	// perUser counts each user's jobs that are pending or running (those
+	// with counted set), for Config.MaxJobsPerUser.
+	perUser    map[string]int
+	maxPerUser int
+	newID      func() JobID
+	lastID     JobID
+	lastResv   int64
+	jobs       map[JobID]*Job
+	ids        *btree.BTreeG[JobID] // the keys of jobs, in order, for pages
+	deps       map[JobID][]JobID    // job -> jobs waiting on it
+	insts      map[string]*Instance
+	resvs      map[string]*Resv
+	wakes      *btree.BTreeG[wake] // all but the planned starts
+	planned    planWakes           // the planned starts (see planWakes)
+	dirty      map[*Instance]bool
 	// qpu schedules the tree's QPU jobs; qpuSync says that slot holders
 	// changed since its sessions were last checked (see syncSessions).
 	qpu      *qpu.Scheduler
@@ -180,18 +189,20 @@ func New(cfg Config) (*Instance, error) {
 		cfg.Path = "root"
 	}
 	sh := &shared{
-		newID:    cfg.NewID,
-		jobs:     make(map[JobID]*Job),
-		ids:      btree.NewOrderedG[JobID](32),
-		deps:     make(map[JobID][]JobID),
-		insts:    make(map[string]*Instance),
-		resvs:    make(map[string]*Resv),
-		wakes:    btree.NewG(16, wakeLess),
-		dirty:    make(map[*Instance]bool),
-		outJobs:  make(map[JobID]bool),
-		outResvs: make(map[string]bool),
-		outNodes: make(map[string]bool),
-		nodes:    make(map[string]*NodeState),
+		perUser:    make(map[string]int),
+		maxPerUser: cfg.MaxJobsPerUser,
+		newID:      cfg.NewID,
+		jobs:       make(map[JobID]*Job),
+		ids:        btree.NewOrderedG[JobID](32),
+		deps:       make(map[JobID][]JobID),
+		insts:      make(map[string]*Instance),
+		resvs:      make(map[string]*Resv),
+		wakes:      btree.NewG(16, wakeLess),
+		dirty:      make(map[*Instance]bool),
+		outJobs:    make(map[JobID]bool),
+		outResvs:   make(map[string]bool),
+		outNodes:   make(map[string]bool),
+		nodes:      make(map[string]*NodeState),
 	}
 	qcfg := qpu.Config{HeartbeatTimeout: qpu.Time(cfg.QPUHeartbeatTimeout) * 1000}
 	for _, p := range cfg.Pools {
@@ -404,10 +415,38 @@ func (sh *shared) changedResv(name string) {
 
 func (in *Instance) transition(now Time, j *Job, st State, reason string) {
 	j.record(now, st, reason)
+	in.sh.count(j)
 	in.sh.changed(j)
 	if len(j.Spec.Slots) > 0 {
 		in.sh.qpuSync = true // a slot holder started or stopped
 	}
+}
+
+// count keeps j in its user's live count while it is pending or running.
+func (sh *shared) count(j *Job) {
+	switch live := j.State == Pending || j.State == Running; {
+	case live && !j.counted:
+		sh.perUser[j.Spec.User]++
+		j.counted = true
+	case !live && j.counted:
+		if sh.perUser[j.Spec.User]--; sh.perUser[j.Spec.User] <= 0 {
+			delete(sh.perUser, j.Spec.User)
+		}
+		j.counted = false
+	}
+}
+
+// checkLimit refuses n more jobs of who's past Config.MaxJobsPerUser.
+func (sh *shared) checkLimit(who Actor, n int) error {
+	m := sh.maxPerUser
+	if m <= 0 || who.Admin || sh.perUser[who.User]+n <= m {
+		return nil
+	}
+	have := sh.perUser[who.User]
+	if n == 1 {
+		return fmt.Errorf("%w: user %s has %d jobs queued or running, the most one user may (the broker's --max-jobs-per-user); wait for some to end, or cancel some", ErrLimit, who.User, have)
+	}
+	return fmt.Errorf("%w: user %s has %d jobs queued or running, and %d more would pass the %d one user may (the broker's --max-jobs-per-user); submit fewer, or wait for some to end", ErrLimit, who.User, have, n, m)
 }
 
 // --- inputs ---------------------------------------------------------------
@@ -418,6 +457,9 @@ func (in *Instance) transition(now Time, j *Job, st State, reason string) {
 func (in *Instance) Submit(now Time, who Actor, path string, spec Spec) (JobID, error) {
 	target, err := in.submitTarget(who, path, &spec)
 	if err != nil {
+		return 0, err
+	}
+	if err := in.sh.checkLimit(who, 1); err != nil {
 		return 0, err
 	}
 	j, err := target.newJob(now, spec)
@@ -496,6 +538,9 @@ func (in *Instance) SubmitArray(now Time, who Actor, path string, spec Spec, tas
 	}
 	target, err := in.submitTarget(who, path, &spec)
 	if err != nil {
+		return 0, err
+	}
+	if err := in.sh.checkLimit(who, len(tasks)); err != nil {
 		return 0, err
 	}
 	if _, err := target.newJobCheck(now, spec); err != nil {

@@ -194,6 +194,7 @@ type Job struct {
 	// unlisted marks a job restored from a child instance that had
 	// ended: it hangs off the root, but is not the root's (see Restore).
 	unlisted bool
+	counted  bool // in its user's live count (see shared.count)
 }
 
 func (j *Job) record(now Time, st State, reason string) {

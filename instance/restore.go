@@ -51,6 +51,8 @@ func (in *Instance) Restore(now Time, resvs []Resv, jobs []Job) (lost []JobID, e
 		j.inst = o
 		in.sh.jobs[j.ID] = j
 		in.sh.ids.ReplaceOrInsert(j.ID)
+		j.counted = false
+		in.sh.count(j)
 		switch j.State {
 		case Pending:
 			for _, d := range j.Spec.Deps {

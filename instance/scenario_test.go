@@ -26,7 +26,7 @@ var update = flag.Bool("update", false, "rewrite the golden scenario files in te
 //
 // Commands:
 //
-//	machine nodes=HOSTLIST [qpu=NAME:N,...] [policy=P] [grace=S] [default=S] [max=S]
+//	machine nodes=HOSTLIST [qpu=NAME:N,...] [policy=P] [grace=S] [default=S] [max=S] [maxjobs=N]
 //	at T submit USER [n=N] [nodes=HOSTLIST] [t=S] [resv=R] [begin=T] [afterok=ID,..]
 //	         [afterany=..] [afternotok=..] [hold] [requeue] [urgency=N] [qpu=NAME:N] [child] [path=P]
 //	         [warn=SIG@S]  (send SIG S seconds before the walltime ends)
@@ -374,6 +374,9 @@ func (s *scenario) run(line string) (out []string) {
 		}
 		if d := m["default"]; d != "" {
 			cfg.DefaultWalltime = Duration(atoi(d))
+		}
+		if v := m["maxjobs"]; v != "" {
+			cfg.MaxJobsPerUser = atoi(v)
 		}
 		if d := m["max"]; d != "" {
 			cfg.MaxWalltime = Duration(atoi(d))

@@ -104,6 +104,7 @@ type Config struct {
 	PrivateData        *string `json:"private_data,omitempty"`          // jobs or none
 	KeepFinished       *int64  `json:"keep_finished,omitempty"`         // seconds
 	KeepFinishedMax    *int    `json:"keep_finished_max,omitempty"`     // jobs; 0: no bound
+	MaxJobsPerUser     *int    `json:"max_jobs_per_user,omitempty"`     // jobs; 0: no bound
 }
 
 // Diff lists, in a fixed order, the settings in which c differs from
@@ -131,6 +132,7 @@ func (c Config) Diff(active Config) []string {
 	opt(add, "private data", "--private-data", c.PrivateData, active.PrivateData, func(s string) string { return s })
 	opt(add, "keep finished", "--keep-finished", c.KeepFinished, active.KeepFinished, secs)
 	opt(add, "keep finished max", "--keep-finished-max", c.KeepFinishedMax, active.KeepFinishedMax, strconv.Itoa)
+	opt(add, "max jobs per user", "--max-jobs-per-user", c.MaxJobsPerUser, active.MaxJobsPerUser, strconv.Itoa)
 	return out
 }
 

@@ -65,6 +65,7 @@ func brokerCommand() *cli.Command {
 				&cli.IntFlag{Name: "max-env", Value: api.DefaultMaxEnvBytes, Usage: "the largest environment a job may pass, in bytes (NAME=VALUE of every variable)"},
 				&cli.StringFlag{Name: "kill-grace", Value: "10s", Usage: "from SIGTERM to SIGKILL when a job is ended"},
 				&cli.StringFlag{Name: "keep-finished", Value: "3d", Usage: "how long ended jobs (and ended reservations and QPU jobs) stay in 'strata jobs -a' and 'job show' ('resv list', 'qpu jobs -a') before they move to the archive that 'strata acct' reads"},
+				&cli.IntFlag{Name: "max-jobs-per-user", Value: broker.DefaultMaxJobsPerUser, Usage: "the jobs one user may have queued or running, array tasks each counted (Slurm's MaxSubmitJobs); more are refused; admins are not bound (0: no bound)"},
 				&cli.IntFlag{Name: "keep-finished-max", Usage: "at most this many ended jobs stay live (and as many reservations, QPU jobs, and closed QPU sessions); the oldest move to the archive first (0: no bound)"},
 				&cli.StringFlag{Name: "private-data", Value: "jobs", Usage: "what users see only of their own, like Slurm's PrivateData: jobs (others' jobs are not listed, and show on nodes and in gantt without ID or owner) or none (every user sees every job)"},
 				&cli.StringSliceFlag{Name: "admin", Usage: "a user with administrator rights (repeatable; 'admin' always is one)"},
@@ -197,7 +198,7 @@ func runBroker(c *cli.Context) error {
 		Nodes: nodes, QPUs: qpus, Policy: pol,
 		DefaultWalltime: durs["default-walltime"], MaxWalltime: durs["max-walltime"], KillGrace: durs["kill-grace"],
 		QPUConcurrency: devices, QPUHeartbeat: durs["qpu-heartbeat"],
-		KeepFinished: durs["keep-finished"], KeepFinishedMax: c.Int("keep-finished-max"),
+		KeepFinished: durs["keep-finished"], KeepFinishedMax: c.Int("keep-finished-max"), MaxJobsPerUser: c.Int("max-jobs-per-user"),
 		RunAsSelf: c.Bool("run-as-self"), AllowRootJobs: c.Bool("allow-root-jobs"),
 		Agents: agents,
 	})

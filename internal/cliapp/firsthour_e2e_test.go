@@ -191,8 +191,9 @@ func TestCLIUpdateRunningWalltime(t *testing.T) {
 	if j.State != api.JobRunning || j.Walltime != 1800 {
 		t.Fatalf("job %s after update -t 30m and a restart: %s, walltime %ds; want running, 1800s", id, j.State, j.Walltime)
 	}
-	// A walltime that ends 3 s from now.
-	w := int64(time.Since(j.StartTime)/time.Second) + 3
+	// A walltime that ends 5 s from now: time enough for the update to
+	// reach the broker on a loaded machine.
+	w := int64(time.Since(j.StartTime)/time.Second) + 5
 	b.must("alice", "job", "update", id, "-t", fmt.Sprint(w)+"s")
 	b.run("alice", nil, "wait", id)
 	if j := b.job("alice", id); j.State != api.JobTimeout || j.Walltime != w || !strings.Contains(j.Reason, "walltime") {
@@ -312,6 +313,25 @@ func TestCLISubmitTestOnly(t *testing.T) {
 	}
 	b.expect("alice", 1, "3 nodes requested but instance root has only 2", "submit", "--test-only", "-N", "3", "--", "true")
 	b.expect("alice", 2, "nothing to --wait for", "submit", "--test-only", "-W", "--", "true")
+}
+
+// TestCLIMaxJobsPerUser: a broker started with --max-jobs-per-user 2
+// refuses alice's third queued job, saying why and what to do, and takes
+// it once one of hers is cancelled; the bound holds across a restart,
+// and another user has a bound of their own.
+func TestCLIMaxJobsPerUser(t *testing.T) {
+	t.Parallel()
+	b := startCLIBrokerArgs(t, []string{"--nodes", "n[0-1]", "--max-jobs-per-user", "2"}, "alice", "bob")
+	first := b.id(b.must("alice", "submit", "--hold", "--", "true"))
+	b.must("alice", "submit", "--hold", "--", "true")
+	msg := "user alice has 2 jobs queued or running, the most one user may (the broker's --max-jobs-per-user)"
+	b.expect("alice", 1, msg, "submit", "--hold", "--", "true")
+	b.expect("alice", 1, "would pass the 2 one user may", "submit", "--hold", "--array", "1-2", "--", "true")
+	b.must("bob", "submit", "--hold", "--", "true")
+	b.restart()
+	b.expect("alice", 1, msg, "submit", "--hold", "--", "true")
+	b.must("alice", "cancel", first)
+	b.must("alice", "submit", "--hold", "--", "true")
 }
 
 // TestCLICancelFilters: cancel -u, --state and --name pick the jobs to
