@@ -105,6 +105,8 @@ func (l Limits) Check(now time.Time, v any) error {
 			return err
 		}
 		return checkAhead(now, "begin", r.Begin)
+	case *RequeueRequest:
+		return checkJobID("id", r.ID)
 	case *JobRequest:
 		return checkJobID("id", r.ID)
 	case *CancelRequest:

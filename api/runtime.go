@@ -6,14 +6,22 @@ const (
 	// OpWait: WaitRequest → Job. The reply comes when the job has ended, or
 	// after Timeout with the job as it is then (the client calls again).
 	OpWait = "wait"
-	// OpRequeue: JobRequest → Job (as it is after the requeue). A running
-	// job is terminated and queued again once it has exited; an ended
-	// one is queued again at once. Owners and admins.
+	// OpRequeue: RequeueRequest → Job (as it is after the requeue). A
+	// running job is terminated and queued again once it has exited; an
+	// ended one is queued again at once. Owners and admins.
 	OpRequeue = "requeue"
 	// OpOutput: OutputRequest → OutputReply: a piece of a job's output
 	// file, read by the broker (strata attach). Owners and admins.
 	OpOutput = "output"
 )
+
+// RequeueRequest requeues a job; with Hold it is queued held, as
+// scontrol requeuehold does, until released. Without Hold it reads as a
+// JobRequest, what requeue took before.
+type RequeueRequest struct {
+	ID   JobID `json:"id"`
+	Hold bool  `json:"hold,omitempty"`
+}
 
 // WaitRequest waits for a job to end.
 type WaitRequest struct {

@@ -14,12 +14,12 @@ import (
 )
 
 func (r *Runtime) requeue(ctx context.Context, q Request) (any, error) {
-	var jr api.JobRequest
+	var jr api.RequeueRequest
 	if err := q.Decode(&jr); err != nil {
 		return nil, err
 	}
 	return r.do(ctx, func(now instance.Time) (any, error) {
-		if _, err := r.in.Step(now, instance.Requeue{Who: actor(q), Job: instance.JobID(jr.ID)}); err != nil {
+		if _, err := r.in.Step(now, instance.Requeue{Who: actor(q), Job: instance.JobID(jr.ID), Hold: jr.Hold}); err != nil {
 			return nil, coreError(err)
 		}
 		j, _ := r.in.Job(instance.JobID(jr.ID))

@@ -955,7 +955,7 @@ func (in *Instance) Signal(now Time, who Actor, id JobID, sig syscall.Signal) er
 // job keeps its ID and spec; its history says who requeued it. Owners and
 // admins may requeue; a pending job, or one whose instance has ended, is
 // an ErrState.
-func (in *Instance) Requeue(now Time, who Actor, id JobID) error {
+func (in *Instance) Requeue(now Time, who Actor, id JobID, hold bool) error {
 	j, err := in.owned(who, id, "requeue")
 	if err != nil {
 		return err
@@ -971,6 +971,7 @@ func (in *Instance) Requeue(now Time, who Actor, id JobID) error {
 			return fmt.Errorf("%w: job %d is being requeued already", ErrState, id)
 		}
 		j.Term.Requeue = true
+		j.Spec.Hold = j.Spec.Hold || hold // read once it is queued again
 		j.Term.EndState, j.Term.EndReason = Killed, "requeued by "+who.User
 		j.Term.KillResv, j.Term.KillAt = "", 0
 		j.Events = append(j.Events, Event{Time: now, State: Running, Reason: "requeue asked by " + who.User + ": terminating"})
@@ -978,6 +979,7 @@ func (in *Instance) Requeue(now Time, who Actor, id JobID) error {
 		o.terminate(now, j)
 	default:
 		j.Requeues++
+		j.Spec.Hold = j.Spec.Hold || hold
 		o.enqueueWhy(now, j, "requeued by "+who.User)
 	}
 	in.settle(now)

@@ -44,10 +44,12 @@ type (
 		Job    JobID
 		Signal syscall.Signal
 	}
-	// Requeue puts a job back in the queue (Instance.Requeue).
+	// Requeue puts a job back in the queue, held with Hold
+	// (Instance.Requeue).
 	Requeue struct {
-		Who Actor
-		Job JobID
+		Who  Actor
+		Job  JobID
+		Hold bool
 	}
 	// Release ends an allocation with its command's exit code
 	// (Instance.Release).
@@ -250,7 +252,7 @@ func (in *Instance) Step(now Time, x Input) (Output, error) {
 	case Signal:
 		err = in.Signal(now, x.Who, x.Job, x.Signal)
 	case Requeue:
-		err = in.Requeue(now, x.Who, x.Job)
+		err = in.Requeue(now, x.Who, x.Job, x.Hold)
 	case Release:
 		err = in.Release(now, x.Who, x.Job, x.Code)
 	case UpdateJob:

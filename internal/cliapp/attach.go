@@ -23,10 +23,15 @@ func requeueCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "requeue",
 		Usage:     "put a job back in the queue: a running one is terminated first, an ended one is queued again",
-		UsageText: "strata job requeue ID",
+		UsageText: "strata job requeue [--hold] ID",
 		Description: "As Slurm's scontrol requeue: the job keeps its ID and what it asked for. A running\n" +
 			"job gets SIGTERM (SIGKILL after the grace period) and is queued again once it has\n" +
-			"exited; a job that has ended is queued again at once. Owners and admins may requeue.",
+			"exited; a job that has ended is queued again at once. Owners and admins may requeue.\n" +
+			"With --hold (scontrol requeuehold) it is queued held, until 'strata job update ID\n" +
+			"--release'.",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "hold", Usage: "queue it held, until released (scontrol requeuehold)"},
+		},
 		Action: runRequeue,
 	}
 }
@@ -42,12 +47,15 @@ func runRequeue(c *cli.Context) error {
 	}
 	defer cl.Close()
 	var j api.Job
-	if err := call(c, cl, api.OpRequeue, api.JobRequest{ID: id}, &j); err != nil {
+	if err := call(c, cl, api.OpRequeue, api.RequeueRequest{ID: id, Hold: c.Bool("hold")}, &j); err != nil {
 		return err
 	}
 	what := "queued again"
 	if j.State == api.JobRunning {
 		what = "terminating; it is queued again once it has exited"
+	}
+	if c.Bool("hold") {
+		what += ", held: release it with 'strata job update " + id.String() + " --release'"
 	}
 	fmt.Fprintf(c.App.Writer, "job %d %s\n", id, what)
 	return nil

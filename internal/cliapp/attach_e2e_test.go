@@ -76,5 +76,15 @@ func TestE2ERequeueAttach(t *testing.T) {
 		if n != 2 {
 			t.Errorf("job %s completed %d times, want 2 (once more after the requeue)", done, n)
 		}
+
+		// --hold: queued held, and run only once released.
+		if out := b.must("alice", "job", "requeue", "--hold", done); !strings.Contains(out, "held: release it") {
+			t.Errorf("requeue --hold of an ended job says %q", out)
+		}
+		if j := b.job("alice", done); j.State != "pending" || !j.Hold {
+			t.Fatalf("job %s after requeue --hold: %s, hold %v; want pending and held", done, j.State, j.Hold)
+		}
+		b.must("alice", "job", "update", done, "--release")
+		b.must("alice", "wait", done)
 	})
 }
