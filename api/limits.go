@@ -150,6 +150,9 @@ func (l Limits) checkSubmit(now time.Time, r *SubmitRequest) error {
 	if err := checkAhead(now, "begin", r.Begin); err != nil {
 		return err
 	}
+	if err := checkAhead(now, "deadline", r.Deadline); err != nil {
+		return err
+	}
 	switch {
 	case len(r.Name) > MaxJobName:
 		return Errorf(CodeInvalidArgument, "name is %d bytes long; at most %d", len(r.Name), MaxJobName)

@@ -164,6 +164,8 @@ type Job struct {
 	Warn       string `json:"warn,omitempty"`
 	WarnBefore int    `json:"warn_before_s,omitempty"`
 	Warned     bool   `json:"warned,omitempty"`
+	// Deadline is when the job must have ended (SubmitRequest.Deadline).
+	Deadline time.Time `json:"deadline,omitzero"`
 	// Tasks of a job array: the array's ID (its first task's), the task's
 	// index, how many tasks the array has, and how many may run at once.
 	ArrayJob   JobID `json:"array_job,omitempty"`
@@ -240,6 +242,10 @@ type SubmitRequest struct {
 	// ends, as sbatch --signal=SIG@SECS, so that it can save its work.
 	Warn       string `json:"warn,omitempty"`
 	WarnBefore int    `json:"warn_before_s,omitempty"`
+	// Deadline, when set, is when the job must have ended (sbatch
+	// --deadline): one still pending when it can no longer reach the end
+	// of its walltime by then is cancelled.
+	Deadline time.Time `json:"deadline,omitzero"`
 	// TestOnly queues nothing (sbatch --test-only): the reply is the job
 	// as it would be, ID 0, with PlannedStart when it would start and
 	// Nodes where, as the instance has room now (an estimate: see

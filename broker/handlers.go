@@ -130,6 +130,9 @@ func (r *Runtime) submit(ctx context.Context, q Request) (any, error) {
 	if !sr.Begin.IsZero() {
 		spec.Begin = instance.Time(sr.Begin.Unix())
 	}
+	if !sr.Deadline.IsZero() {
+		spec.Deadline = instance.Time(sr.Deadline.Unix())
+	}
 	for _, d := range sr.Dependencies() {
 		k := map[api.DependencyType]instance.DepKind{api.AfterOK: instance.AfterOK, api.AfterAny: instance.AfterAny, api.AfterNotOK: instance.AfterNotOK}[d.Type]
 		spec.Deps = append(spec.Deps, instance.Dep{Kind: k, Job: instance.JobID(d.Job)})

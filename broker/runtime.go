@@ -1440,6 +1440,7 @@ func (r *Runtime) apiJob(j instance.Job) api.Job {
 		out.CPUTime, out.MaxRSS = float64(m.CPU)/1e6, m.MaxRSS
 	}
 	out.Singleton = j.Spec.Singleton
+	out.Deadline = unix(j.Spec.Deadline)
 	if w := j.Spec.Warn; w.Signal != 0 {
 		out.Warn, out.WarnBefore, out.Warned = signame.Short(w.Signal), int(w.Before), j.Term.Warned
 	}

@@ -159,8 +159,9 @@ const (
 	wakeDeadline          // a running job's TERM or KILL deadline
 	wakeResvStart
 	wakeResvEnd
-	wakePlan  // a planned job's start
-	wakeBegin // a pending job's begin time
+	wakePlan   // a planned job's start
+	wakeBegin  // a pending job's begin time
+	wakeLatest // the latest start that lets a pending job end by its deadline
 )
 
 func wakeLess(a, b wake) bool {
@@ -636,6 +637,9 @@ func (in *Instance) newJobCheck(now Time, spec Spec) (Spec, error) {
 			return spec, err
 		}
 	}
+	if err := checkDeadline(now, spec); err != nil {
+		return spec, err
+	}
 	if spec.Urgency == 0 {
 		spec.Urgency = DefaultUrgency
 	}
@@ -643,6 +647,17 @@ func (in *Instance) newJobCheck(now Time, spec Spec) (Spec, error) {
 		return spec, fmt.Errorf("%w: urgency %d is out of range; use 1 (lowest) to 31 (highest)", ErrInvalid, spec.Urgency)
 	}
 	return spec, nil
+}
+
+// checkDeadline refuses a spec whose walltime cannot end by its deadline
+// even if it started at the earliest it may (now, or its begin time).
+func checkDeadline(now Time, spec Spec) error {
+	if d := spec.Deadline; d != 0 {
+		if first := max(now, spec.Begin); first+Time(spec.Walltime) > d {
+			return fmt.Errorf("%w: a job of %s starting at %s at the earliest cannot end by its deadline, %s: give a later deadline or a shorter walltime", ErrInvalid, fmtDur(spec.Walltime), fmtTime(first), fmtTime(d))
+		}
+	}
+	return nil
 }
 
 // LastID is the highest job ID this instance's tree has handed out.
@@ -831,6 +846,7 @@ func (in *Instance) enqueueWhy(now Time, j *Job, reason string) {
 	if j.Spec.Begin > now {
 		in.sh.wakes.ReplaceOrInsert(wake{t: j.Spec.Begin, kind: wakeBegin, id: int64(j.ID)})
 	}
+	in.sh.armLatest(j)
 	if msg, never := in.depState(j); never {
 		in.enqueueJob(j)
 		in.finishPending(now, j, Cancelled, msg)
@@ -1029,6 +1045,7 @@ func (in *Instance) owned(who Actor, id JobID, verb string) (*Job, error) {
 
 // finishPending ends a pending job without running it.
 func (in *Instance) finishPending(now Time, j *Job, st State, reason string) {
+	in.sh.disarmLatest(j)
 	in.unplan(j)
 	in.dequeueJob(j)
 	j.End = now
@@ -1052,6 +1069,27 @@ func (in *Instance) setDeadline(j *Job, t Time) {
 	j.Term.Deadline = t
 	if t != 0 {
 		in.sh.wakes.ReplaceOrInsert(wake{t: t, kind: wakeDeadline, id: int64(j.ID)})
+	}
+}
+
+// latestStart is the last instant at which pending job j can start and
+// still reach the end of its walltime by its deadline (Spec.Deadline), as
+// sbatch --deadline counts: it is cancelled once that instant has passed.
+func latestStart(j *Job) Time {
+	return j.Spec.Deadline - Time(j.Spec.Walltime)
+}
+
+// armLatest sets pending job j's latest-start wake, if it has a deadline;
+// disarmLatest removes it.
+func (sh *shared) armLatest(j *Job) {
+	if j.Spec.Deadline != 0 {
+		sh.wakes.ReplaceOrInsert(wake{t: latestStart(j) + 1, kind: wakeLatest, id: int64(j.ID)})
+	}
+}
+
+func (sh *shared) disarmLatest(j *Job) {
+	if j.Spec.Deadline != 0 {
+		sh.wakes.Delete(wake{t: latestStart(j) + 1, kind: wakeLatest, id: int64(j.ID)})
 	}
 }
 
@@ -1255,6 +1293,11 @@ func (in *Instance) Tick(now Time) {
 		case wakeResvEnd:
 			if r := in.sh.resvs[w.name]; r != nil {
 				in.endResv(now, r)
+			}
+		case wakeLatest:
+			if j := in.sh.jobs[JobID(w.id)]; j != nil && j.State == Pending && j.Spec.Deadline != 0 && latestStart(j)+1 == w.t {
+				j.inst.finishPending(now, j, Cancelled, fmt.Sprintf("deadline: it could not end by %s, for it had to start by %s", fmtTime(j.Spec.Deadline), fmtTime(latestStart(j))))
+				j.inst.dirty() // the jobs behind it move up
 			}
 		case wakePlan, wakeBegin:
 			if j := in.sh.jobs[JobID(w.id)]; j != nil && j.State == Pending {

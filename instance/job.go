@@ -106,6 +106,10 @@ type Spec struct {
 	Array ArrayTask
 	// Warn asks for a signal before the walltime ends (sbatch --signal).
 	Warn Warning
+	// Deadline, when set, is when the job must have ended (sbatch
+	// --deadline): a pending job that can no longer start in time for its
+	// walltime to end by then is cancelled.
+	Deadline Time
 }
 
 // Warning asks for Signal to be sent to a running job's processes Before

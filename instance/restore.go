@@ -61,6 +61,7 @@ func (in *Instance) Restore(now Time, resvs []Resv, jobs []Job) (lost []JobID, e
 			if j.Spec.Begin > now {
 				in.sh.wakes.ReplaceOrInsert(wake{t: j.Spec.Begin, kind: wakeBegin, id: int64(j.ID)})
 			}
+			in.sh.armLatest(j)
 			j.PlannedStart = 0
 			o.enqueueJob(j)
 			o.dirty()

@@ -29,7 +29,7 @@ var update = flag.Bool("update", false, "rewrite the golden scenario files in te
 //	machine nodes=HOSTLIST [qpu=NAME:N,...] [policy=P] [grace=S] [default=S] [max=S] [maxjobs=N]
 //	at T submit USER [n=N] [nodes=HOSTLIST] [t=S] [resv=R] [begin=T] [afterok=ID,..]
 //	         [afterany=..] [afternotok=..] [hold] [requeue] [urgency=N] [qpu=NAME:N] [child] [path=P]
-//	         [warn=SIG@S]  (send SIG S seconds before the walltime ends)
+//	         [warn=SIG@S]  (send SIG S seconds before the walltime ends) [deadline=T]
 //	at T exit ID [code=C] [signal=SIG] [lost]
 //	at T cancel USER ID | at T hold USER ID | at T release USER ID | at T move USER ID RESV
 //	at T estimate USER [the options of submit]  (when it would start: sbatch --test-only)
@@ -515,6 +515,9 @@ func (s *scenario) at(now Time, cmd string, args []string) []string {
 		}
 		if v := m["urgency"]; v != "" {
 			spec.Urgency = atoi(v)
+		}
+		if v := m["deadline"]; v != "" {
+			spec.Deadline = Time(atoi(v))
 		}
 		if v := m["warn"]; v != "" {
 			name, before, _ := strings.Cut(v, "@")

@@ -696,6 +696,7 @@ func (in *Instance) start(now Time, j *Job, nodes timeline.NodeSet) {
 		panic(fmt.Sprintf("instance: job %d does not fit where the scheduler put it: %v", j.ID, err))
 	}
 	in.sh.wakes.Delete(wake{t: j.Spec.Begin, kind: wakeBegin, id: int64(j.ID)})
+	in.sh.disarmLatest(j)
 	j.nodeSet = nodes
 	j.Nodes = in.names(nodes)
 	j.Start = now

@@ -130,6 +130,9 @@ func (in *Instance) Update(now Time, who Actor, id JobID, u Update) error {
 	if err := target.checkResources(&spec); err != nil {
 		return err
 	}
+	if err := checkDeadline(now, spec); err != nil {
+		return err
+	}
 
 	// Commit.
 	src := j.inst
@@ -139,7 +142,9 @@ func (in *Instance) Update(now Time, who Actor, id JobID, u Update) error {
 	if u.Deps != nil {
 		in.dropDeps(j)
 	}
+	in.sh.disarmLatest(j)
 	j.Spec = spec
+	in.sh.armLatest(j)
 	j.inst, j.Path = target, target.path
 	j.seen = 0 // a pass of src's numbering says nothing in target
 	if u.Deps != nil {

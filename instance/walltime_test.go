@@ -272,3 +272,30 @@ func restoredCopy(t *testing.T, a *Instance, cfg Config, at Time) *Instance {
 	}
 	return b
 }
+
+// TestDeadlineRestore: a pending job's deadline is armed again by a
+// restore: the restored core cancels it at the same instant as the
+// original, once its latest start has passed.
+func TestDeadlineRestore(t *testing.T) {
+	alice := Actor{User: "alice"}
+	cfg := Config{Nodes: names("n", 1), KillGrace: 10}
+	a := mustNew(t, cfg)
+	if _, err := a.Submit(0, alice, "root", Spec{Nodes: 1, Walltime: 100}); err != nil {
+		t.Fatal(err)
+	}
+	id, err := a.Submit(0, alice, "root", Spec{Nodes: 1, Walltime: 100, Deadline: 150})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := restoredCopy(t, a, cfg, 10)
+	for name, in := range map[string]*Instance{"original": a, "restored": b} {
+		in.Tick(50)
+		if j, _ := in.Job(id); j.State != Pending {
+			t.Errorf("%s at 50, its latest start: %s; want still pending", name, j.State)
+		}
+		in.Tick(51)
+		if j, _ := in.Job(id); j.State != Cancelled || !strings.Contains(j.Reason, "deadline") {
+			t.Errorf("%s at 51: %s (%s); want cancelled for its deadline", name, j.State, j.Reason)
+		}
+	}
+}

@@ -89,6 +89,7 @@ type JobSpec struct {
 	// to send WarnBefore seconds before the walltime ends.
 	Warn       string `json:"warn,omitempty"`
 	WarnBefore int64  `json:"warn_before_s,omitempty"`
+	Deadline   int64  `json:"deadline,omitempty"` // added the same way
 }
 
 // ArrayTask places a job in a job array (instance.ArrayTask).
@@ -139,6 +140,7 @@ func FromJob(j instance.Job, m Meta) Job {
 			User: j.Spec.User, Name: j.Spec.Name, Nodes: j.Spec.Nodes, Walltime: int64(j.Spec.Walltime),
 			Slots: j.Spec.Slots, Resv: j.Spec.Resv, Begin: int64(j.Spec.Begin), Hold: j.Spec.Hold,
 			Requeue: j.Spec.Requeue, Urgency: j.Spec.Urgency, Child: j.Spec.Child, Singleton: j.Spec.Singleton,
+			Deadline: int64(j.Spec.Deadline),
 		},
 		State: j.State.String(), Reason: j.Reason,
 		Submit: int64(j.Submit), Start: int64(j.Start), End: int64(j.End), PlannedStart: int64(j.PlannedStart),
@@ -187,6 +189,7 @@ func (r Job) Core() (instance.Job, Meta, error) {
 			User: r.Spec.User, Name: r.Spec.Name, Nodes: r.Spec.Nodes, Walltime: instance.Duration(r.Spec.Walltime),
 			Slots: r.Spec.Slots, Resv: r.Spec.Resv, Begin: instance.Time(r.Spec.Begin), Hold: r.Spec.Hold,
 			Requeue: r.Spec.Requeue, Urgency: r.Spec.Urgency, Child: r.Spec.Child, Singleton: r.Spec.Singleton,
+			Deadline: instance.Time(r.Spec.Deadline),
 		},
 		Reason: r.Reason, Submit: instance.Time(r.Submit), Start: instance.Time(r.Start), End: instance.Time(r.End),
 		PlannedStart: instance.Time(r.PlannedStart), ExitCode: r.ExitCode, Signal: r.Signal, Requeues: r.Requeues,

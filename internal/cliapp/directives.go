@@ -74,6 +74,7 @@ var sbatchOptions = []dirOption{
 	{"", "export", "export", false},
 	{"", "nice", "nice", false},
 	{"", "signal", "signal", false},
+	{"", "deadline", "deadline", false},
 }
 
 // strataOptions are the options of #STRATA lines: every flag of submit,

@@ -334,6 +334,23 @@ func TestCLIMaxJobsPerUser(t *testing.T) {
 	b.must("alice", "submit", "--hold", "--", "true")
 }
 
+// TestCLIDeadline: submit --deadline, as sbatch --deadline: a job that
+// cannot end by its deadline even if it started now is refused; one queued
+// behind a long job is cancelled once its latest start has passed, saying
+// why.
+func TestCLIDeadline(t *testing.T) {
+	t.Parallel()
+	b := startCLIBroker(t, "n[0-1]", "alice")
+	long := b.id(b.must("alice", "submit", "-N", "2", "-t", "1h", "--", "sleep", "300"))
+	poll(t, 20*time.Second, "job "+long+" to run", func() bool { return b.job("alice", long).State == api.JobRunning })
+	b.expect("alice", 1, "cannot end by its deadline", "submit", "-t", "1m", "--deadline", "now+30s", "--", "true")
+	id := b.id(b.must("alice", "submit", "-t", "5s", "--deadline", "now+7s", "--", "true"))
+	b.run("alice", nil, "wait", id)
+	if j := b.job("alice", id); j.State != api.JobCancelled || !strings.Contains(j.Reason, "deadline") || j.Deadline.IsZero() {
+		t.Errorf("job %s behind a 1 h job, with a deadline 7 s ahead for 5 s of walltime: %s (%s), deadline %s; want cancelled for its deadline", id, j.State, j.Reason, j.Deadline)
+	}
+}
+
 // TestCLICancelFilters: cancel -u, --state and --name pick the jobs to
 // cancel as scancel's do: the caller's own by default, only those in the
 // states and of the name given, an array's tasks one by one; another

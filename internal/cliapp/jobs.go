@@ -289,6 +289,9 @@ func printJob(w io.Writer, j api.Job) {
 	if j.Singleton {
 		rows = append(rows, [2]string{"singleton", "true"})
 	}
+	if !j.Deadline.IsZero() {
+		rows = append(rows, [2]string{"deadline", j.Deadline.Local().Format(time.RFC3339)})
+	}
 	if j.Warn != "" {
 		sent := ""
 		if j.Warned {

@@ -47,6 +47,7 @@ func jobFlags() []cli.Flag {
 		&cli.IntFlag{Name: "nice", Usage: "lower the job's priority by N (1-15 make a difference); a negative N raises it (admins only)"},
 		&cli.StringFlag{Name: "dependency", Aliases: []string{"d"}, Usage: "Slurm's syntax: afterok:ID[:ID...], afterany:..., afternotok:..., singleton; comma-separated, all must hold"},
 		&cli.StringFlag{Name: "array", Aliases: []string{"a"}, Usage: "a job array: task indexes as 1-1000, 1,3,5-9:2, with %N to run at most N at once; each task gets STRATA_ARRAY_TASK_ID, and %A/%a in -o/-e"},
+		&cli.StringFlag{Name: "deadline", Usage: "cancel the job if it cannot end by this time (its walltime spent), as sbatch --deadline: " + timeForms},
 		&cli.StringFlag{Name: "signal", Usage: "SIG[@SECS]: send the job SIG (USR1, a name or number) SECS seconds (default 60) before its walltime ends, to save its work"},
 		&cli.BoolFlag{Name: "verbose", Usage: "say which script directives the command line overrode"},
 	}
@@ -64,7 +65,7 @@ type jobSpec struct {
 	Output, Error              string
 	NTasks, Nice               int
 	Chdir, Export, Dependency  string
-	Array, Signal              string
+	Array, Signal, Deadline    string
 	Command                    []string
 }
 
@@ -75,7 +76,7 @@ func readJobSpec(c *cli.Context) jobSpec {
 		AfterOK: c.String("afterok"), AfterAny: c.String("afterany"), AfterNo: c.String("afternotok"),
 		QPU: c.StringSlice("qpu"), Output: c.String("output"), Error: c.String("error"),
 		NTasks: c.Int("ntasks"), Nice: c.Int("nice"), Chdir: c.String("chdir"), Export: c.String("export"),
-		Dependency: c.String("dependency"), Array: c.String("array"), Signal: c.String("signal"),
+		Dependency: c.String("dependency"), Array: c.String("array"), Signal: c.String("signal"), Deadline: c.String("deadline"),
 		Command: c.Args().Slice(),
 	}
 }
@@ -136,6 +137,11 @@ func (s jobSpec) request(now time.Time, cwd string, environ []string) (api.Submi
 	if s.Begin != "" {
 		if r.Begin, err = parseBegin(s.Begin, now); err != nil {
 			return r, flagErr("--begin", err)
+		}
+	}
+	if s.Deadline != "" {
+		if r.Deadline, err = parseBegin(s.Deadline, now); err != nil {
+			return r, flagErr("--deadline", err)
 		}
 	}
 	for _, d := range []struct {
