@@ -146,6 +146,11 @@ func (s jobSpec) allocRequest(now time.Time, cwd string, environ []string, shell
 	if s.Array != "" {
 		return api.SubmitRequest{}, nil, flagErr("-a/--array", fmt.Errorf("alloc makes one allocation: submit job arrays with 'strata submit --array' or 'strata batch --array'"))
 	}
+	if s.Signal != "" {
+		// The job's process is the holder below, which a signal would
+		// end, ending the allocation; the command runs here, not in it.
+		return api.SubmitRequest{}, nil, flagErr("--signal", fmt.Errorf("alloc's job only holds the nodes, and a signal would end it: trap the time in your command, or use 'strata batch --signal'"))
+	}
 	local := s.Command
 	if len(local) == 0 {
 		local = []string{shell}

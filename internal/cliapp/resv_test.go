@@ -425,6 +425,13 @@ func TestBatchAndAllocRequest(t *testing.T) {
 	if err != nil || req.Name != "mine" || req.Stdout != "alloc.out" || req.Walltime != 0 || !slices.Equal(req.Command, []string{"sleep", "infinity"}) || !slices.Equal(local, []string{"sh", "-c", "exit 3"}) {
 		t.Errorf("alloc -- COMMAND: %+v, %q, %v", req, local, err)
 	}
+	err = parseCommand(t, allocCommand(), "", func(c *cli.Context) error {
+		_, _, err := readJobSpec(c).allocRequest(testNow, dir, testEnv, "/bin/sh")
+		return err
+	}, splitArgs("alloc --signal USR1@60")...)
+	if exitCode(err) != 2 || !strings.Contains(err.Error(), "a signal would end it") {
+		t.Errorf("alloc --signal: %v; want a usage error saying why", err)
+	}
 }
 
 func TestAllocEnv(t *testing.T) {
