@@ -117,6 +117,9 @@ func (l Limits) Check(now time.Time, v any) error {
 		if len(r.State) > MaxStates {
 			return Errorf(CodeInvalidArgument, "state lists %d states; at most %d", len(r.State), MaxStates)
 		}
+		if len(r.Name) > MaxJobName {
+			return Errorf(CodeInvalidArgument, "name is %d bytes long; at most %d", len(r.Name), MaxJobName)
+		}
 	case *UserAddRequest:
 		if r.ExpiresS < 0 || r.ExpiresS > int64(MaxCredsLife/time.Second) {
 			return Errorf(CodeInvalidArgument, "expires_s %d is out of range: give 1 s to %s, or 0 for credentials that do not expire", r.ExpiresS, FormatLimit(MaxCredsLife))

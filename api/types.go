@@ -188,7 +188,7 @@ func (j *Job) Brief() Job {
 	return Job{
 		ID: j.ID, User: j.User, Name: j.Name, State: j.State, Reason: j.Reason,
 		Nodes: j.Nodes, NNodes: j.NNodes, Walltime: j.Walltime,
-		StartTime: j.StartTime, EndTime: j.EndTime, Resv: j.Resv,
+		StartTime: j.StartTime, EndTime: j.EndTime, Resv: j.Resv, PlannedStart: j.PlannedStart,
 		ArrayJob: j.ArrayJob, ArrayTask: j.ArrayTask, ArrayCount: j.ArrayCount, ArrayLimit: j.ArrayLimit,
 	}
 }
@@ -474,6 +474,7 @@ type JobsRequest struct {
 	All   bool       `json:"all,omitempty"`
 	User  string     `json:"user,omitempty"`
 	State []JobState `json:"state,omitempty"`
+	Name  string     `json:"name,omitempty"` // only jobs of this name (squeue --name)
 	Brief bool       `json:"brief,omitempty"`
 	Page
 }

@@ -451,7 +451,7 @@ func (r *Runtime) jobs(_ context.Context, q Request) (any, error) {
 		list = inst.BriefJobsAfter
 	}
 	jobs, more := list(instance.JobID(after), jr.Size(), func(j *instance.Job) bool {
-		if user != "" && j.Spec.User != user {
+		if user != "" && j.Spec.User != user || jr.Name != "" && j.Spec.Name != jr.Name {
 			return false
 		}
 		if len(states) > 0 {

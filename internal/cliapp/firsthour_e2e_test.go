@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -349,6 +350,41 @@ func TestCLIDeadline(t *testing.T) {
 	if j := b.job("alice", id); j.State != api.JobCancelled || !strings.Contains(j.Reason, "deadline") || j.Deadline.IsZero() {
 		t.Errorf("job %s behind a 1 h job, with a deadline 7 s ahead for 5 s of walltime: %s (%s), deadline %s; want cancelled for its deadline", id, j.State, j.Reason, j.Deadline)
 	}
+}
+
+// TestCLIJobsNameStart: jobs -n keeps the jobs of a name, as squeue -n;
+// jobs --start lists the pending jobs by planned start, as squeue --start,
+// those with no plan (held) last.
+func TestCLIJobsNameStart(t *testing.T) {
+	t.Parallel()
+	b := startCLIBrokerArgs(t, []string{"--nodes", "n[0-1]", "--policy", "conservative"}, "alice")
+	long := b.id(b.must("alice", "submit", "-N", "2", "-t", "1h", "--name", "long", "--", "sleep", "300"))
+	poll(t, 20*time.Second, "job "+long+" to run", func() bool { return b.job("alice", long).State == api.JobRunning })
+	held := b.id(b.must("alice", "submit", "--hold", "--name", "post", "--", "true"))
+	later := b.id(b.must("alice", "submit", "-N", "2", "-t", "10m", "--name", "post", "--", "true"))
+	after := b.id(b.must("alice", "submit", "-N", "1", "-t", "5m", "--name", "pre", "--", "true"))
+	var named []api.Job
+	b.mustJSON(&named, "alice", "jobs", "-n", "post", "--json")
+	if len(named) != 2 || named[0].ID.String() != held || named[1].ID.String() != later {
+		t.Errorf("jobs -n post: %+v; want jobs %s and %s", named, held, later)
+	}
+	var starts []api.Job
+	b.mustJSON(&starts, "alice", "jobs", "--start", "--json")
+	var order []string
+	for _, j := range starts {
+		order = append(order, j.ID.String())
+	}
+	if want := []string{later, after, held}; !slices.Equal(order, want) {
+		t.Errorf("jobs --start order %v; want %v (by planned start, the held job last)", order, want)
+	}
+	if !starts[0].PlannedStart.Before(starts[1].PlannedStart) || starts[0].Nodes != "" {
+		t.Errorf("jobs --start: %s planned %s, %s planned %s; want the first earlier", later, starts[0].PlannedStart, after, starts[1].PlannedStart)
+	}
+	out := b.must("alice", "jobs", "--start")
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 4 || !strings.HasPrefix(lines[0], "ID") || !strings.Contains(lines[3], " - ") {
+		t.Errorf("jobs --start table:\n%s", out)
+	}
+	b.expect("alice", 2, "--start lists pending jobs", "jobs", "--start", "-a")
 }
 
 // TestCLICancelFilters: cancel -u, --state and --name pick the jobs to

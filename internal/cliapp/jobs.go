@@ -21,17 +21,22 @@ func jobsCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "jobs",
 		Usage:     "list jobs",
-		UsageText: "strata jobs [-a] [-u USER] [--state STATE[,STATE...]] [--json]",
+		UsageText: "strata jobs [-a] [-u USER] [--state STATE[,STATE...]] [-n NAME] [--start] [--json]",
 		Description: "Lists your jobs that have not ended. -a adds ended jobs; -u lists another user's\n" +
 			"jobs ('*' for everyone's; admins only); --state keeps the states listed (naming an\n" +
 			"ended state implies -a). NODES is the job's nodes once it has them, else how many\n" +
 			"it asks for; TIME is how long it has run. A job array's tasks show as ARRAY_TASK\n" +
-			"(12_7); its pending ones share one line (12_[8-1000%50]) unless -r is given.",
+			"(12_7); its pending ones share one line (12_[8-1000%50]) unless -r is given.\n\n" +
+			"--start, as squeue --start, lists the pending jobs by when they are planned to\n" +
+			"start (START, the scheduler's plan as it is now; '-' for a job with no plan: held,\n" +
+			"waiting for its begin time or dependencies, or beyond the policy's depth).",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "all", Aliases: []string{"a"}, Usage: "include jobs that have ended"},
 			&cli.StringFlag{Name: "user", Aliases: []string{"u"}, Usage: "list this user's jobs ('*': every user's)"},
 			&cli.StringFlag{Name: "state", Usage: "only jobs in these states: " + stateList()},
 			&cli.BoolFlag{Name: "array", Aliases: []string{"r"}, Usage: "a line for each pending task of a job array (default: one line per array)"},
+			&cli.StringFlag{Name: "name", Aliases: []string{"n"}, Usage: "only jobs of this name"},
+			&cli.BoolFlag{Name: "start", Usage: "the pending jobs by planned start (squeue --start)"},
 			jsonFlag(),
 		},
 		Action: runJobs,
@@ -66,6 +71,18 @@ func runJobs(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if c.IsSet("name") {
+		if req.Name = c.String("name"); req.Name == "" || len(req.Name) > 128 {
+			return flagErr("-n/--name", fmt.Errorf("%q: give a job name of 1 to 128 bytes", req.Name))
+		}
+	}
+	if c.Bool("start") {
+		if c.IsSet("state") || c.Bool("all") {
+			return usageErr(fmt.Errorf("--start lists pending jobs: leave out --state and -a"))
+		}
+		req.State = []api.JobState{api.JobPending}
+		return jobStarts(c, req)
+	}
 	now := time.Now()
 	if c.Bool("json") {
 		return list(c, api.OpJobs, &req, &req.Page,
@@ -81,6 +98,51 @@ func runJobs(c *cli.Context) error {
 		return rep.Next, t.page(jobRows(rep.Jobs, c.Bool("array")))
 	})
 	if err != nil {
+		return err
+	}
+	return t.close()
+}
+
+// jobStarts prints the pending jobs req lists by planned start, those
+// without a plan last, in ID order, as squeue --start does; with --json,
+// the jobs themselves in that order.
+func jobStarts(c *cli.Context, req api.JobsRequest) error {
+	req.Brief = true
+	var jobs []*api.Job
+	err := pages(c, api.OpJobs, &req, &req.Page, func(rep *jobsPage) (string, error) {
+		jobs = append(jobs, rep.Jobs...)
+		return rep.Next, nil
+	})
+	if err != nil {
+		return err
+	}
+	slices.SortStableFunc(jobs, func(a, b *api.Job) int {
+		switch az, bz := a.PlannedStart.IsZero(), b.PlannedStart.IsZero(); {
+		case az != bz:
+			if az {
+				return 1
+			}
+			return -1
+		}
+		return a.PlannedStart.Compare(b.PlannedStart)
+	})
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, jobs)
+	}
+	rows := make([][]string, len(jobs))
+	for i, j := range jobs {
+		label := j.ID.String()
+		if j.ArrayJob != 0 {
+			label = fmt.Sprintf("%d_%d", j.ArrayJob, j.ArrayTask)
+		}
+		start := "-"
+		if !j.PlannedStart.IsZero() {
+			start = j.PlannedStart.Local().Format(time.RFC3339)
+		}
+		rows[i] = []string{label, cell(j.User), cell(j.Name), strconv.Itoa(j.NNodes), start, cell(j.Reason)}
+	}
+	t := &pagedTable[[]string]{w: c.App.Writer, header: []string{"ID", "USER", "NAME", "NODES", "START", "REASON"}, row: func(r []string) []string { return r }}
+	if err := t.page(rows); err != nil {
 		return err
 	}
 	return t.close()
