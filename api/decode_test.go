@@ -185,6 +185,8 @@ func TestUpdateValidate(t *testing.T) {
 		{UpdateRequest{ID: 1, QPU: &map[string]int{}}, true},
 		{UpdateRequest{ID: 1, QPU: &map[string]int{"qpu0": 0}}, false},
 		{UpdateRequest{ID: 1, QPU: &map[string]int{"Bad Name": 1}}, false},
+		{UpdateRequest{ID: 1, Name: new("sim-v2")}, true},
+		{UpdateRequest{ID: 1, Name: new("")}, false},
 	} {
 		err := tc.r.Validate()
 		if tc.ok != (err == nil) {

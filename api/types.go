@@ -433,6 +433,8 @@ type UpdateRequest struct {
 	// job's QPU slots, backend → slots; empty ({}), it holds none.
 	Nodes int             `json:"nodes,omitempty"`
 	QPU   *map[string]int `json:"qpu,omitempty"`
+	// Name renames the job (scontrol update JobName), running or not.
+	Name *string `json:"name,omitempty"`
 }
 
 // Validate checks the request's shape.
@@ -450,8 +452,10 @@ func (r *UpdateRequest) Validate() error {
 		return Errorf(CodeInvalidArgument, "nodes must be at least 1, got %d", r.Nodes)
 	case r.NodeList != nil && *r.NodeList != "" && r.Exclude != nil && *r.Exclude != "":
 		return Errorf(CodeInvalidArgument, "nodelist and exclude exclude each other: a job that names its nodes has none to exclude; give one, and the other as \"\" to clear it")
-	case r.Resv == "" && !r.NoResv && !r.Hold && !r.Release && r.Walltime == 0 && r.Begin.IsZero() && r.NodeList == nil && r.Exclude == nil && r.Nodes == 0 && r.QPU == nil:
-		return Errorf(CodeInvalidArgument, "update of job %d changes nothing: give resv, no_resv, hold, release, walltime_s, begin, nodelist, exclude, nodes or qpu", r.ID)
+	case r.Resv == "" && !r.NoResv && !r.Hold && !r.Release && r.Walltime == 0 && r.Begin.IsZero() && r.NodeList == nil && r.Exclude == nil && r.Nodes == 0 && r.QPU == nil && r.Name == nil:
+		return Errorf(CodeInvalidArgument, "update of job %d changes nothing: give resv, no_resv, hold, release, walltime_s, begin, nodelist, exclude, nodes, qpu or name", r.ID)
+	case r.Name != nil && (*r.Name == "" || len(*r.Name) > MaxJobName):
+		return Errorf(CodeInvalidArgument, "name is %d bytes long: give 1 to %d", len(*r.Name), MaxJobName)
 	case r.Resv != "" && !nameRe.MatchString(r.Resv):
 		return Errorf(CodeInvalidArgument, "invalid reservation name %q", r.Resv)
 	}

@@ -343,7 +343,7 @@ func (r *Runtime) update(ctx context.Context, q Request) (any, error) {
 	if u.Exclude, err = updateNodes("exclude", ur.Exclude); err != nil {
 		return nil, err
 	}
-	u.Nodes, u.Slots = ur.Nodes, ur.QPU
+	u.Nodes, u.Slots, u.Name = ur.Nodes, ur.QPU, ur.Name
 	return r.do(ctx, func(now instance.Time) (any, error) {
 		if _, err := r.in.Step(now, instance.UpdateJob{Who: actor(q), Job: instance.JobID(ur.ID), Change: u}); err != nil {
 			return nil, coreError(err)

@@ -34,6 +34,7 @@ var update = flag.Bool("update", false, "rewrite the golden scenario files in te
 //	at T cancel USER ID | at T hold USER ID | at T release USER ID | at T move USER ID RESV
 //	at T estimate USER [the options of submit]  (when it would start: sbatch --test-only)
 //	at T walltime USER ID S             (a new walltime, pending or running)
+//	at T rename USER ID NAME            (a new name, pending or running)
 //	at T signal USER ID SIG             (send a running job a signal: USR1, SIGTERM, 10)
 //	at T tick
 //	at T resv NAME start=T end=T (n=N|nodes=HOSTLIST) [users=a,b] [overlap=kill] [requeue] [grace=S]
@@ -602,6 +603,9 @@ func (s *scenario) at(now Time, cmd string, args []string) []string {
 	case "hold", "release":
 		h := cmd == "hold"
 		return errOut2(s.step(now, UpdateJob{Who: actor(pos[0]), Job: JobID(atoi(pos[1])), Change: Update{Hold: &h}}))
+	case "rename":
+		name := pos[2]
+		return errOut2(s.step(now, UpdateJob{Who: actor(pos[0]), Job: JobID(atoi(pos[1])), Change: Update{Name: &name}}))
 	case "walltime":
 		return errOut2(s.step(now, UpdateJob{Who: actor(pos[0]), Job: JobID(atoi(pos[1])), Change: Update{Walltime: Duration(atoi(pos[2]))}}))
 	case "move":

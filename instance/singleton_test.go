@@ -59,3 +59,37 @@ func TestSingleton(t *testing.T) {
 		t.Errorf("after job %d was cancelled: job %d %s, want running", a2, a3, state(a3))
 	}
 }
+
+// TestRenameSingleton: a held singleton renamed into the name of a running
+// job waits for it once released, as one submitted under that name would;
+// a running job renamed keeps running under its new name.
+func TestRenameSingleton(t *testing.T) {
+	alice := Actor{User: "alice"}
+	in := mustNew(t, Config{Nodes: names("n", 4)})
+	run, err := in.Submit(0, alice, "root", Spec{Nodes: 1, Walltime: 100, Name: "sim"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := in.Submit(0, alice, "root", Spec{Nodes: 1, Walltime: 100, Name: "post", Singleton: true, Hold: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, release := "sim", false
+	if err := in.Update(1, alice, held, Update{Name: &name, Hold: &release}); err != nil {
+		t.Fatal(err)
+	}
+	if j, _ := in.Job(held); j.State != Pending || j.Spec.Name != "sim" || !strings.Contains(j.Reason, "singleton") {
+		t.Fatalf("singleton renamed sim beside a running sim: %s (%s), name %q; want pending for the singleton", j.State, j.Reason, j.Spec.Name)
+	}
+	renamed := "sim-old"
+	if err := in.Update(2, alice, run, Update{Name: &renamed}); err != nil {
+		t.Fatal(err)
+	}
+	if j, _ := in.Job(run); j.State != Running || j.Spec.Name != "sim-old" || !strings.Contains(j.Events[len(j.Events)-1].Reason, `renamed "sim-old" by alice`) {
+		t.Errorf("running job renamed: %s, name %q, last event %q", j.State, j.Spec.Name, j.Events[len(j.Events)-1].Reason)
+	}
+	empty := ""
+	if err := in.Update(3, alice, run, Update{Name: &empty}); err == nil {
+		t.Error("an empty name was accepted")
+	}
+}

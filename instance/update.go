@@ -28,6 +28,9 @@ type Update struct {
 	// Slots replaces the job's QPU slots, backend → slots; empty, it
 	// holds none.
 	Slots *map[string]int
+	// Name renames the job (scontrol update JobName); a running job may
+	// be renamed too.
+	Name *string
 }
 
 // Update applies u to job id: to its owner or an admin; moving a job into a
@@ -37,6 +40,9 @@ func (in *Instance) Update(now Time, who Actor, id JobID, u Update) error {
 	j, err := in.owned(who, id, "update")
 	if err != nil {
 		return err
+	}
+	if u.Name != nil && (*u.Name == "" || len(*u.Name) > 128) {
+		return fmt.Errorf("%w: job name of %d bytes: give 1 to 128", ErrInvalid, len(*u.Name))
 	}
 	if j.State == Running {
 		return in.updateRunning(now, who, j, u)
@@ -121,6 +127,9 @@ func (in *Instance) Update(now Time, who Actor, id JobID, u Update) error {
 		}
 		spec.Nodes = u.Nodes
 	}
+	if u.Name != nil {
+		spec.Name = *u.Name
+	}
 	if u.Slots != nil {
 		spec.Slots = nil
 		if len(*u.Slots) > 0 {
@@ -159,6 +168,9 @@ func (in *Instance) Update(now Time, who Actor, id JobID, u Update) error {
 			in.settle(now)
 			return nil
 		}
+	} else if u.Name != nil && spec.Singleton {
+		// A singleton renamed waits for the jobs of its new name.
+		j.blockedBy, _ = target.depState(j)
 	}
 	if spec.Begin > now {
 		in.sh.wakes.ReplaceOrInsert(wake{t: spec.Begin, kind: wakeBegin, id: int64(j.ID)})

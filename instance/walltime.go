@@ -20,17 +20,24 @@ import (
 func (in *Instance) updateRunning(now Time, who Actor, j *Job, u Update) error {
 	if u.Hold != nil || u.Begin != nil || u.Resv != nil || u.Urgency != 0 || u.Deps != nil ||
 		u.NodeList != nil || u.Exclude != nil || u.Nodes != 0 || u.Slots != nil {
-		return fmt.Errorf("%w: job %d is running; only its walltime can change now (strata job update %d -t DURATION)", ErrState, j.ID, j.ID)
+		return fmt.Errorf("%w: job %d is running; only its walltime and name can change now (strata job update %d -t DURATION --name NAME)", ErrState, j.ID, j.ID)
 	}
 	w := u.Walltime
+	if w == 0 && u.Name != nil {
+		in.rename(now, who, j, *u.Name)
+		return nil
+	}
 	switch {
 	case w < 0:
 		return fmt.Errorf("%w: walltime %ds is negative", ErrInvalid, w)
 	case w == 0:
-		return fmt.Errorf("%w: job %d is running; only its walltime can change now (strata job update %d -t DURATION)", ErrState, j.ID, j.ID)
+		return fmt.Errorf("%w: job %d is running; only its walltime and name can change now (strata job update %d -t DURATION --name NAME)", ErrState, j.ID, j.ID)
 	case j.Term.TermSent:
 		return fmt.Errorf("%w: job %d is already ending (%s)", ErrState, j.ID, j.Term.EndReason)
 	case w == j.Spec.Walltime:
+		if u.Name != nil {
+			in.rename(now, who, j, *u.Name)
+		}
 		return nil
 	case w > j.Spec.Walltime && !who.Admin:
 		return fmt.Errorf("%w: only an admin can lengthen a running job's walltime; you may shorten job %d's (now %s)", ErrPermission, j.ID, fmtDur(j.Spec.Walltime))
@@ -89,10 +96,21 @@ func (in *Instance) updateRunning(now Time, who Actor, j *Job, u Update) error {
 		c.reshape(now, c.cfg.Nodes, c.cfg.Origin, j.Start+Time(w))
 	}
 	j.Events = append(j.Events, Event{Time: now, State: Running, Reason: fmt.Sprintf("walltime changed from %s to %s by %s", fmtDur(was), fmtDur(w), who.User)})
+	if u.Name != nil {
+		in.rename(now, who, j, *u.Name)
+	}
 	in.sh.changed(j)
 	o.dirty()
 	in.settle(now)
 	return nil
+}
+
+// rename gives running job j a new name (scontrol update JobName), and
+// says so in its history.
+func (in *Instance) rename(now Time, who Actor, j *Job, name string) {
+	j.Spec.Name = name
+	j.Events = append(j.Events, Event{Time: now, State: Running, Reason: fmt.Sprintf("renamed %q by %s", name, who.User)})
+	in.sh.changed(j)
 }
 
 // inTheWay returns the planned jobs that stand where running job j, whose

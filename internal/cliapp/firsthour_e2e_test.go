@@ -185,12 +185,13 @@ func TestCLIUpdateRunningWalltime(t *testing.T) {
 	id := b.id(b.must("alice", "submit", "-t", "10m", "--", "sleep", "300"))
 	poll(t, 20*time.Second, "job "+id+" to run", func() bool { return b.job("alice", id).State == api.JobRunning })
 	b.expect("alice", 1, "only an admin can lengthen a running job's walltime", "job", "update", id, "-t", "20m")
-	b.expect("alice", 1, "only its walltime can change now", "job", "update", id, "--hold")
+	b.expect("alice", 1, "only its walltime and name can change now", "job", "update", id, "--hold")
 	b.must("admin", "job", "update", id, "-t", "30m")
+	b.must("alice", "job", "update", id, "--name", "renamed")
 	b.restart()
 	j := b.job("alice", id)
-	if j.State != api.JobRunning || j.Walltime != 1800 {
-		t.Fatalf("job %s after update -t 30m and a restart: %s, walltime %ds; want running, 1800s", id, j.State, j.Walltime)
+	if j.State != api.JobRunning || j.Walltime != 1800 || j.Name != "renamed" {
+		t.Fatalf("job %s after update -t 30m --name renamed and a restart: %s, walltime %ds, name %q; want running, 1800s, renamed", id, j.State, j.Walltime, j.Name)
 	}
 	// A walltime that ends 5 s from now: time enough for the update to
 	// reach the broker on a loaded machine.

@@ -236,7 +236,7 @@ func jobCommand() *cli.Command {
 			{
 				Name:      "update",
 				Usage:     "change a job that has not started, or a running job's walltime",
-				UsageText: "strata job update ID [--resv NAME | --no-resv] [--hold | --release] [-t WALLTIME] [--begin TIME] [-N NODES] [-w HOSTLIST | -x HOSTLIST] [--qpu NAME:SLOTS]...",
+				UsageText: "strata job update ID [--resv NAME | --no-resv] [--hold | --release] [-t WALLTIME] [--begin TIME] [-N NODES] [-w HOSTLIST | -x HOSTLIST] [--qpu NAME:SLOTS]... [--name NAME]",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "resv", Usage: "move the job into this reservation (admins)"},
 					&cli.BoolFlag{Name: "no-resv", Usage: "take the job out of its reservation"},
@@ -248,6 +248,7 @@ func jobCommand() *cli.Command {
 					&cli.StringFlag{Name: "exclude", Aliases: []string{"x"}, Usage: "never run on these nodes, a hostlist (\"\": exclude none)"},
 					&cli.IntFlag{Name: "nodes", Aliases: []string{"N"}, Usage: "new node count (with a node list, its length)"},
 					&cli.StringSliceFlag{Name: "qpu", Usage: "new QPU slots, NAME:SLOTS (repeatable, or comma-separated), replacing the job's (\"\": none)"},
+					&cli.StringFlag{Name: "name", Usage: "a new name (scontrol update JobName); of a running job too"},
 				},
 				Action: runJobUpdate,
 			},
@@ -410,6 +411,8 @@ type updateFlags struct {
 	NodesSet                     bool
 	QPU                          []string
 	QPUSet                       bool
+	Name                         string
+	NameSet                      bool
 }
 
 // updateFlagsOf reads the flags of job update.
@@ -421,6 +424,7 @@ func updateFlagsOf(c *cli.Context) updateFlags {
 		NodeList: c.String("nodelist"), Exclude: c.String("exclude"),
 		NodeListSet: c.IsSet("nodelist"), ExcludeSet: c.IsSet("exclude"),
 		Nodes: c.Int("nodes"), NodesSet: c.IsSet("nodes"), QPU: c.StringSlice("qpu"), QPUSet: c.IsSet("qpu"),
+		Name: c.String("name"), NameSet: c.IsSet("name"),
 	}
 }
 
@@ -466,6 +470,12 @@ func (u updateFlags) request(id api.JobID, now time.Time) (api.UpdateRequest, er
 		}
 		r.Nodes = u.Nodes
 	}
+	if u.NameSet {
+		if u.Name == "" || len(u.Name) > 128 {
+			return r, flagErr("--name", fmt.Errorf("%q: give a job name of 1 to 128 bytes", u.Name))
+		}
+		r.Name = &u.Name
+	}
 	if u.QPUSet {
 		// --qpu "" drops the job's slots.
 		vals := slices.DeleteFunc(slices.Clone(u.QPU), func(v string) bool { return v == "" })
@@ -480,7 +490,7 @@ func (u updateFlags) request(id api.JobID, now time.Time) (api.UpdateRequest, er
 	}
 	if err := r.Validate(); err != nil {
 		if isCode(err, api.CodeInvalidArgument) && strings.Contains(err.Error(), "changes nothing") {
-			return r, usageErr(fmt.Errorf("nothing to change: give --resv NAME, --no-resv, --hold, --release, -t WALLTIME, --begin TIME, -N NODES, -w HOSTLIST, -x HOSTLIST or --qpu NAME:SLOTS"))
+			return r, usageErr(fmt.Errorf("nothing to change: give --resv NAME, --no-resv, --hold, --release, -t WALLTIME, --begin TIME, -N NODES, -w HOSTLIST, -x HOSTLIST, --qpu NAME:SLOTS or --name NAME"))
 		}
 		return r, usageErr(err)
 	}
