@@ -385,7 +385,7 @@ func isCode(err error, code api.Code) bool {
 // front of their arguments before the app parses them. submit and run are
 // not listed: what follows their first argument is the job's command line.
 var interspersed = map[string]bool{
-	"jobs": true, "job show": true, "job why": true, "job update": true, "job requeue": true, "attach": true, "cancel": true, "wait": true,
+	"jobs": true, "job show": true, "job why": true, "job update": true, "job requeue": true, "job hold": true, "job release": true, "attach": true, "cancel": true, "wait": true,
 	"resource list": true, "resource drain": true, "resource undrain": true, "uri": true, "user add": true, "user list": true, "user show": true, "whoami": true,
 }
 

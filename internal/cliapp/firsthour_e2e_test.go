@@ -388,6 +388,31 @@ func TestCLIJobsNameStart(t *testing.T) {
 	b.expect("alice", 2, "--start lists pending jobs", "jobs", "--start", "-a")
 }
 
+// TestCLIHoldRelease: job hold and job release, as scontrol hold and
+// release, take several IDs; a job that cannot be held (running) is
+// refused with the others still held, and the exit status says so.
+func TestCLIHoldRelease(t *testing.T) {
+	t.Parallel()
+	b := startCLIBroker(t, "n[0-1]", "alice")
+	long := b.id(b.must("alice", "submit", "-N", "2", "-t", "1h", "--", "sleep", "300"))
+	poll(t, 20*time.Second, "job "+long+" to run", func() bool { return b.job("alice", long).State == api.JobRunning })
+	a := b.id(b.must("alice", "submit", "--", "true"))
+	c := b.id(b.must("alice", "submit", "--", "true"))
+	b.expect("alice", 1, "job "+long+" is running", "job", "hold", a, long, c)
+	for _, id := range []string{a, c} {
+		if j := b.job("alice", id); !j.Hold {
+			t.Errorf("job %s after job hold: not held", id)
+		}
+	}
+	b.must("alice", "job", "release", a, c)
+	for _, id := range []string{a, c} {
+		if j := b.job("alice", id); j.Hold {
+			t.Errorf("job %s after job release: still held", id)
+		}
+	}
+	b.expect("alice", 2, "needs at least one job ID", "job", "hold")
+}
+
 // TestCLICancelFilters: cancel -u, --state and --name pick the jobs to
 // cancel as scancel's do: the caller's own by default, only those in the
 // states and of the name given, an array's tasks one by one; another

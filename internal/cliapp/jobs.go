@@ -253,6 +253,36 @@ func jobCommand() *cli.Command {
 				Action: runJobUpdate,
 			},
 			requeueCommand(),
+			holdCommand("hold", true),
+			holdCommand("release", false),
+		},
+	}
+}
+
+// holdCommand is 'job hold' or 'job release', as scontrol hold and
+// scontrol release: job update --hold or --release of each job given.
+func holdCommand(name string, hold bool) *cli.Command {
+	what := "hold pending jobs: they do not start until released"
+	if !hold {
+		what = "release held jobs, to start when the scheduler can"
+	}
+	return &cli.Command{
+		Name:      name,
+		Usage:     what + " (scontrol " + name + "; strata job update ID --" + name + ")",
+		UsageText: "strata job " + name + " ID...",
+		Action: func(c *cli.Context) error {
+			ids, err := jobIDArgs(c)
+			if err != nil {
+				return err
+			}
+			cl, err := dial(c)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			return eachJob(c, ids, func(id api.JobID) error {
+				return call(c, cl, api.OpUpdate, api.UpdateRequest{ID: id, Hold: hold, Release: !hold}, nil)
+			})
 		},
 	}
 }
