@@ -187,6 +187,8 @@ func TestUpdateValidate(t *testing.T) {
 		{UpdateRequest{ID: 1, QPU: &map[string]int{"Bad Name": 1}}, false},
 		{UpdateRequest{ID: 1, Name: new("sim-v2")}, true},
 		{UpdateRequest{ID: 1, Name: new("")}, false},
+		{UpdateRequest{ID: 1, WalltimeDelta: -600}, true},
+		{UpdateRequest{ID: 1, WalltimeDelta: 600, Walltime: 60}, false},
 	} {
 		err := tc.r.Validate()
 		if tc.ok != (err == nil) {

@@ -435,6 +435,9 @@ type UpdateRequest struct {
 	QPU   *map[string]int `json:"qpu,omitempty"`
 	// Name renames the job (scontrol update JobName), running or not.
 	Name *string `json:"name,omitempty"`
+	// WalltimeDelta changes the walltime by this many seconds, up or
+	// down, instead of setting it (scontrol update TimeLimit=+60).
+	WalltimeDelta int64 `json:"walltime_delta_s,omitempty"`
 }
 
 // Validate checks the request's shape.
@@ -452,8 +455,12 @@ func (r *UpdateRequest) Validate() error {
 		return Errorf(CodeInvalidArgument, "nodes must be at least 1, got %d", r.Nodes)
 	case r.NodeList != nil && *r.NodeList != "" && r.Exclude != nil && *r.Exclude != "":
 		return Errorf(CodeInvalidArgument, "nodelist and exclude exclude each other: a job that names its nodes has none to exclude; give one, and the other as \"\" to clear it")
-	case r.Resv == "" && !r.NoResv && !r.Hold && !r.Release && r.Walltime == 0 && r.Begin.IsZero() && r.NodeList == nil && r.Exclude == nil && r.Nodes == 0 && r.QPU == nil && r.Name == nil:
-		return Errorf(CodeInvalidArgument, "update of job %d changes nothing: give resv, no_resv, hold, release, walltime_s, begin, nodelist, exclude, nodes, qpu or name", r.ID)
+	case r.Walltime != 0 && r.WalltimeDelta != 0:
+		return Errorf(CodeInvalidArgument, "walltime_s and walltime_delta_s exclude each other: give a new walltime or a change to it")
+	case r.WalltimeDelta < -int64(MaxAhead/time.Second) || r.WalltimeDelta > int64(MaxAhead/time.Second):
+		return Errorf(CodeInvalidArgument, "walltime_delta_s %d is out of range: at most %s either way", r.WalltimeDelta, FormatLimit(MaxAhead))
+	case r.Resv == "" && !r.NoResv && !r.Hold && !r.Release && r.Walltime == 0 && r.WalltimeDelta == 0 && r.Begin.IsZero() && r.NodeList == nil && r.Exclude == nil && r.Nodes == 0 && r.QPU == nil && r.Name == nil:
+		return Errorf(CodeInvalidArgument, "update of job %d changes nothing: give resv, no_resv, hold, release, walltime_s, walltime_delta_s, begin, nodelist, exclude, nodes, qpu or name", r.ID)
 	case r.Name != nil && (*r.Name == "" || len(*r.Name) > MaxJobName):
 		return Errorf(CodeInvalidArgument, "name is %d bytes long: give 1 to %d", len(*r.Name), MaxJobName)
 	case r.Resv != "" && !nameRe.MatchString(r.Resv):

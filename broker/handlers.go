@@ -331,7 +331,7 @@ func (r *Runtime) update(ctx context.Context, q Request) (any, error) {
 		rv := ur.Resv
 		u.Resv = &rv
 	}
-	u.Walltime = instance.Duration(ur.Walltime)
+	u.Walltime, u.AddWalltime = instance.Duration(ur.Walltime), instance.Duration(ur.WalltimeDelta)
 	if !ur.Begin.IsZero() {
 		b := instance.Time(ur.Begin.Unix())
 		u.Begin = &b

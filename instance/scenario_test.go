@@ -33,7 +33,7 @@ var update = flag.Bool("update", false, "rewrite the golden scenario files in te
 //	at T exit ID [code=C] [signal=SIG] [lost]
 //	at T cancel USER ID | at T hold USER ID | at T release USER ID | at T move USER ID RESV
 //	at T estimate USER [the options of submit]  (when it would start: sbatch --test-only)
-//	at T walltime USER ID S             (a new walltime, pending or running)
+//	at T walltime USER ID [+-]S         (a new walltime, or a change to it; pending or running)
 //	at T rename USER ID NAME            (a new name, pending or running)
 //	at T signal USER ID SIG             (send a running job a signal: USR1, SIGTERM, 10)
 //	at T tick
@@ -607,7 +607,11 @@ func (s *scenario) at(now Time, cmd string, args []string) []string {
 		name := pos[2]
 		return errOut2(s.step(now, UpdateJob{Who: actor(pos[0]), Job: JobID(atoi(pos[1])), Change: Update{Name: &name}}))
 	case "walltime":
-		return errOut2(s.step(now, UpdateJob{Who: actor(pos[0]), Job: JobID(atoi(pos[1])), Change: Update{Walltime: Duration(atoi(pos[2]))}}))
+		u := Update{Walltime: Duration(atoi(pos[2]))}
+		if c := pos[2][0]; c == '+' || c == '-' {
+			u = Update{AddWalltime: Duration(atoi(pos[2]))}
+		}
+		return errOut2(s.step(now, UpdateJob{Who: actor(pos[0]), Job: JobID(atoi(pos[1])), Change: u}))
 	case "move":
 		r := ""
 		if len(pos) > 2 {

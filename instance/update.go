@@ -11,10 +11,13 @@ import (
 type Update struct {
 	Hold     *bool    // hold (true) or release (false)
 	Walltime Duration // a new walltime (the one change a running job takes)
-	Begin    *Time    // a new begin time (pending jobs only)
-	Resv     *string  // move into this reservation; "" moves it out (pending jobs only)
-	Urgency  int      // a new urgency, 1..31
-	Deps     *[]Dep   // replace the dependencies (pending jobs only)
+	// AddWalltime changes the walltime by this much instead, up or down
+	// (scontrol update TimeLimit=+60): read and changed in one step.
+	AddWalltime Duration
+	Begin       *Time   // a new begin time (pending jobs only)
+	Resv        *string // move into this reservation; "" moves it out (pending jobs only)
+	Urgency     int     // a new urgency, 1..31
+	Deps        *[]Dep  // replace the dependencies (pending jobs only)
 	// NodeList replaces the nodes the job names (sbatch -w); empty, it
 	// names none and asks for as many as it named. Exclude replaces the
 	// nodes it avoids (sbatch -x); empty, it avoids none. A job cannot
@@ -40,6 +43,14 @@ func (in *Instance) Update(now Time, who Actor, id JobID, u Update) error {
 	j, err := in.owned(who, id, "update")
 	if err != nil {
 		return err
+	}
+	if u.AddWalltime != 0 {
+		if u.Walltime != 0 {
+			return fmt.Errorf("%w: give a new walltime or a change to it, not both", ErrInvalid)
+		}
+		if u.Walltime = j.Spec.Walltime + u.AddWalltime; u.Walltime < 1 {
+			return fmt.Errorf("%w: job %d's walltime is %s: taking %s off leaves none; take off less", ErrInvalid, id, fmtDur(j.Spec.Walltime), fmtDur(-u.AddWalltime))
+		}
 	}
 	if u.Name != nil && (*u.Name == "" || len(*u.Name) > 128) {
 		return fmt.Errorf("%w: job name of %d bytes: give 1 to 128", ErrInvalid, len(*u.Name))

@@ -193,6 +193,10 @@ func TestCLIUpdateRunningWalltime(t *testing.T) {
 	if j.State != api.JobRunning || j.Walltime != 1800 || j.Name != "renamed" {
 		t.Fatalf("job %s after update -t 30m --name renamed and a restart: %s, walltime %ds, name %q; want running, 1800s, renamed", id, j.State, j.Walltime, j.Name)
 	}
+	b.must("admin", "job", "update", id, "-t", "+10m")
+	if j := b.job("alice", id); j.Walltime != 2400 {
+		t.Fatalf("job %s after -t +10m: walltime %ds; want 2400s", id, j.Walltime)
+	}
 	// A walltime that ends 5 s from now: time enough for the update to
 	// reach the broker on a loaded machine.
 	w := int64(time.Since(j.StartTime)/time.Second) + 5

@@ -242,7 +242,7 @@ func jobCommand() *cli.Command {
 					&cli.BoolFlag{Name: "no-resv", Usage: "take the job out of its reservation"},
 					&cli.BoolFlag{Name: "hold", Usage: "hold the job"},
 					&cli.BoolFlag{Name: "release", Usage: "release a held job"},
-					&cli.StringFlag{Name: "time", Aliases: []string{"t"}, Usage: "new walltime (as submit -t reads it); of a running job too: its owner may shorten it, an admin may also lengthen it"},
+					&cli.StringFlag{Name: "time", Aliases: []string{"t"}, Usage: "new walltime (as submit -t reads it), or +D/-D to add or take off D; of a running job too: its owner may shorten it, an admin may also lengthen it"},
 					&cli.StringFlag{Name: "begin", Usage: "new earliest start: " + timeForms},
 					&cli.StringFlag{Name: "nodelist", Aliases: []string{"w"}, Usage: "run on exactly these nodes, a hostlist; the job then asks for as many (\"\": any nodes, as many as it named)"},
 					&cli.StringFlag{Name: "exclude", Aliases: []string{"x"}, Usage: "never run on these nodes, a hostlist (\"\": exclude none)"},
@@ -476,8 +476,22 @@ func (u updateFlags) request(id api.JobID, now time.Time) (api.UpdateRequest, er
 	}
 	var err error
 	if u.TimeSet {
-		if r.Walltime, err = parseWalltime(u.Time); err != nil {
+		// +D and -D change the walltime by D (scontrol TimeLimit=+60).
+		sign, text := int64(0), u.Time
+		if len(text) > 1 && (text[0] == '+' || text[0] == '-') {
+			sign, text = 1, text[1:]
+			if u.Time[0] == '-' {
+				sign = -1
+			}
+		}
+		w, err := parseWalltime(text)
+		if err != nil {
 			return r, flagErr("-t/--time", err)
+		}
+		if sign == 0 {
+			r.Walltime = w
+		} else {
+			r.WalltimeDelta = sign * w
 		}
 	}
 	if u.BeginSet {
