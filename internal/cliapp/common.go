@@ -370,6 +370,9 @@ func queueFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.BoolFlag{Name: "wait", Aliases: []string{"W"}, Usage: "wait until the job (every task of an array) has ended, and exit as 'strata run' does: 0 if it completed, else its exit code and why"},
 		&cli.BoolFlag{Name: "test-only", Usage: "queue nothing: say when and where the job would start, as the queue is now (sbatch --test-only)"},
+		// sbatch --parsable prints the ID alone, which submit and batch
+		// always do: scripts that pass it keep working.
+		&cli.BoolFlag{Name: "parsable", Usage: "print the job's ID alone, as sbatch --parsable (what is printed anyway)"},
 	}
 }
 

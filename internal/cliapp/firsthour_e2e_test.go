@@ -281,7 +281,7 @@ func TestCLISubmitWait(t *testing.T) {
 	if err := os.WriteFile(script, []byte("#!/bin/sh\n#SBATCH -t 1m\nsleep 1\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	r = b.run("alice", nil, "batch", "--wait", script)
+	r = b.run("alice", nil, "batch", "--parsable", "--wait", script)
 	if id := strings.TrimSpace(r.stdout); r.code != 0 || b.job("alice", id).State != api.JobCompleted {
 		t.Errorf("batch --wait of a script that exits 0: %s; job %s", r, id)
 	}
