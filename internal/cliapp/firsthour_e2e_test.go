@@ -393,8 +393,9 @@ func TestCLIJobsNameStart(t *testing.T) {
 }
 
 // TestCLIHoldRelease: job hold and job release, as scontrol hold and
-// release, take several IDs; a job that cannot be held (running) is
-// refused with the others still held, and the exit status says so.
+// release, take several IDs, as job update does; a job that cannot be
+// held (running) is refused with the others still held, and the exit
+// status says so.
 func TestCLIHoldRelease(t *testing.T) {
 	t.Parallel()
 	b := startCLIBroker(t, "n[0-1]", "alice")
@@ -406,6 +407,12 @@ func TestCLIHoldRelease(t *testing.T) {
 	for _, id := range []string{a, c} {
 		if j := b.job("alice", id); !j.Hold {
 			t.Errorf("job %s after job hold: not held", id)
+		}
+	}
+	b.must("alice", "job", "update", a, c, "-t", "+5m", "--name", "both")
+	for _, id := range []string{a, c} {
+		if j := b.job("alice", id); j.Name != "both" {
+			t.Errorf("job %s after job update %s %s --name both: name %q", id, a, c, j.Name)
 		}
 	}
 	b.must("alice", "job", "release", a, c)

@@ -236,7 +236,7 @@ func jobCommand() *cli.Command {
 			{
 				Name:      "update",
 				Usage:     "change a job that has not started, or a running job's walltime",
-				UsageText: "strata job update ID [--resv NAME | --no-resv] [--hold | --release] [-t WALLTIME] [--begin TIME] [-N NODES] [-w HOSTLIST | -x HOSTLIST] [--qpu NAME:SLOTS]... [--name NAME]",
+				UsageText: "strata job update ID... [--resv NAME | --no-resv] [--hold | --release] [-t WALLTIME] [--begin TIME] [-N NODES] [-w HOSTLIST | -x HOSTLIST] [--qpu NAME:SLOTS]... [--name NAME]",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "resv", Usage: "move the job into this reservation (admins)"},
 					&cli.BoolFlag{Name: "no-resv", Usage: "take the job out of its reservation"},
@@ -560,11 +560,11 @@ func updateHostlist(text string, set bool) (*string, error) {
 }
 
 func runJobUpdate(c *cli.Context) error {
-	id, err := oneJobID(c)
+	ids, err := jobIDArgs(c)
 	if err != nil {
 		return err
 	}
-	req, err := updateFlagsOf(c).request(id, time.Now())
+	req, err := updateFlagsOf(c).request(ids[0], time.Now())
 	if err != nil {
 		return err
 	}
@@ -573,7 +573,12 @@ func runJobUpdate(c *cli.Context) error {
 		return err
 	}
 	defer cl.Close()
-	return call(c, cl, api.OpUpdate, req, nil)
+	// Each job on its own, as scontrol update jobid=12,13 does: one
+	// refused does not stop the others.
+	return eachJob(c, ids, func(id api.JobID) error {
+		req.ID = id
+		return call(c, cl, api.OpUpdate, req, nil)
+	})
 }
 
 // jobIDArgs reads the job ID arguments of cancel and wait.

@@ -184,11 +184,11 @@ func TestUpdateRequest(t *testing.T) {
 	parse := func(args ...string) (api.UpdateRequest, error) {
 		var req api.UpdateRequest
 		err := parseCommand(t, jobCommand(), "update", func(c *cli.Context) error {
-			id, err := oneJobID(c)
+			ids, err := jobIDArgs(c)
 			if err != nil {
 				return err
 			}
-			req, err = updateFlagsOf(c).request(id, testNow)
+			req, err = updateFlagsOf(c).request(ids[0], testNow)
 			return err
 		}, append([]string{"job", "update"}, args...)...)
 		return req, err
@@ -233,8 +233,8 @@ func TestUpdateRequest(t *testing.T) {
 		{[]string{"12", "-t", ""}, api.UpdateRequest{}, "-t/--time"},
 		{[]string{"12", "--begin", "later"}, api.UpdateRequest{}, "--begin"},
 		{[]string{"x", "--hold"}, api.UpdateRequest{}, "not a job ID"},
-		{[]string{"--hold"}, api.UpdateRequest{}, "takes one job ID"},
-		{[]string{"1", "2", "--hold"}, api.UpdateRequest{}, "takes one job ID"},
+		{[]string{"--hold"}, api.UpdateRequest{}, "needs at least one job ID"},
+		{[]string{"1", "2", "--hold"}, api.UpdateRequest{ID: 1, Hold: true}, ""}, // each job in turn (runJobUpdate)
 	} {
 		got, err := parse(tc.args...)
 		if tc.err != "" {
