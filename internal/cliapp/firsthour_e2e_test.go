@@ -232,7 +232,7 @@ func TestCLICancelSignal(t *testing.T) {
 	if j.State != api.JobRunning {
 		t.Fatalf("job %s after cancel -s USR1: %s (%s); want it still running", id, j.State, j.Reason)
 	}
-	b.must("admin", "cancel", "-s", "TERM", "-u", "alice")
+	b.must("admin", "cancel", "-s", "TERM", "-u", "alice", "-t", "R")
 	b.run("alice", nil, "wait", id)
 	if j := b.job("alice", id); j.State == api.JobRunning || !strings.Contains(j.Reason, "SIGTERM") {
 		t.Errorf("job %s after cancel -s TERM: %s (%s); want it ended by SIGTERM", id, j.State, j.Reason)

@@ -33,7 +33,7 @@ func jobsCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "all", Aliases: []string{"a"}, Usage: "include jobs that have ended"},
 			&cli.StringFlag{Name: "user", Aliases: []string{"u"}, Usage: "list this user's jobs ('*': every user's)"},
-			&cli.StringFlag{Name: "state", Usage: "only jobs in these states: " + stateList()},
+			&cli.StringFlag{Name: "state", Aliases: []string{"t"}, Usage: "only jobs in these states: " + stateList() + " (or squeue's PD, R, CD, ...)"},
 			&cli.BoolFlag{Name: "array", Aliases: []string{"r"}, Usage: "a line for each pending task of a job array (default: one line per array)"},
 			&cli.StringFlag{Name: "name", Aliases: []string{"n"}, Usage: "only jobs of this name"},
 			&cli.BoolFlag{Name: "start", Usage: "the pending jobs by planned start (squeue --start)"},
@@ -610,7 +610,7 @@ func cancelCommand() *cli.Command {
 			"array's ID signals every running task of it.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "user", Aliases: []string{"u"}, Usage: "cancel this user's jobs ('*': every user's; admins only)"},
-			&cli.StringFlag{Name: "state", Usage: "cancel only jobs in these states: pending, running"},
+			&cli.StringFlag{Name: "state", Aliases: []string{"t"}, Usage: "cancel only jobs in these states: pending, running (or PD, R)"},
 			&cli.StringFlag{Name: "name", Usage: "cancel only jobs of this name"},
 			&cli.StringFlag{Name: "signal", Aliases: []string{"s"}, Usage: "send this signal to the running jobs instead of cancelling them: USR1, SIGUSR2, TERM or a number"},
 		},
@@ -647,8 +647,10 @@ func runCancel(c *cli.Context) error {
 			return flagErr("-s/--signal", err)
 		}
 		sig = signame.Short(v)
-		if c.IsSet("state") && c.String("state") != string(api.JobRunning) {
-			return flagErr("--state", fmt.Errorf("only running jobs can be sent a signal: leave --state out with -s, or give running"))
+		if c.IsSet("state") {
+			if st, err := parseStates(c.String("state")); err != nil || !slices.Equal(st, []api.JobState{api.JobRunning}) {
+				return flagErr("--state", fmt.Errorf("only running jobs can be sent a signal: leave --state out with -s, or give running"))
+			}
 		}
 	}
 	var ts []cancelTarget

@@ -161,12 +161,23 @@ func parseStates(s string) ([]api.JobState, error) {
 	var out []api.JobState
 	for _, f := range strings.Split(s, ",") {
 		st := api.JobState(strings.ToLower(strings.TrimSpace(f)))
+		if short, ok := slurmStates[string(st)]; ok {
+			st = short
+		}
 		if !st.Valid() {
-			return nil, fmt.Errorf("%q is not a job state: use %s (comma-separated)", strings.TrimSpace(f), stateList())
+			return nil, fmt.Errorf("%q is not a job state: use %s (comma-separated; Slurm's PD, R, CD, F, CA, TO and PR too)", strings.TrimSpace(f), stateList())
 		}
 		out = append(out, st)
 	}
 	return out, nil
+}
+
+// slurmStates are squeue's compact state codes (-t PD,R), in lower case,
+// as the states they mean here; PR (preempted) is killed: ended because a
+// reservation took the job's nodes.
+var slurmStates = map[string]api.JobState{
+	"pd": api.JobPending, "r": api.JobRunning, "cd": api.JobCompleted, "f": api.JobFailed,
+	"ca": api.JobCancelled, "to": api.JobTimeout, "pr": api.JobKilled, "preempted": api.JobKilled,
 }
 
 func stateList() string {

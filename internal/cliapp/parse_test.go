@@ -159,6 +159,10 @@ func TestParseStates(t *testing.T) {
 	if want := []api.JobState{api.JobRunning, api.JobPending, api.JobTimeout}; err != nil || !slices.Equal(got, want) {
 		t.Errorf("parseStates = %v, %v; want %v", got, err, want)
 	}
+	got, err = parseStates("PD,r, CD,f,ca,TO,PR")
+	if want := []api.JobState{api.JobPending, api.JobRunning, api.JobCompleted, api.JobFailed, api.JobCancelled, api.JobTimeout, api.JobKilled}; err != nil || !slices.Equal(got, want) {
+		t.Errorf("parseStates of Slurm's codes = %v, %v; want %v", got, err, want)
+	}
 	if got, err := parseStates(""); err != nil || got != nil {
 		t.Errorf("parseStates(\"\") = %v, %v", got, err)
 	}
