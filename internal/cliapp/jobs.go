@@ -271,11 +271,7 @@ func holdCommand(name string, hold bool) *cli.Command {
 		Usage:     what + " (scontrol " + name + "; strata job update ID --" + name + ")",
 		UsageText: "strata job " + name + " ID...",
 		Action: func(c *cli.Context) error {
-			ids, err := jobIDArgs(c)
-			if err != nil {
-				return err
-			}
-			cl, err := dial(c)
+			ids, cl, err := dialJobArgs(c)
 			if err != nil {
 				return err
 			}
@@ -581,6 +577,17 @@ func runJobUpdate(c *cli.Context) error {
 	})
 }
 
+// dialJobArgs reads the job ID arguments (jobIDArgs), then dials the
+// broker; the caller closes the client.
+func dialJobArgs(c *cli.Context) ([]api.JobID, *client.Client, error) {
+	ids, err := jobIDArgs(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	cl, err := dial(c)
+	return ids, cl, err
+}
+
 // jobIDArgs reads the job ID arguments of cancel and wait.
 func jobIDArgs(c *cli.Context) ([]api.JobID, error) {
 	if c.NArg() == 0 {
@@ -771,11 +778,7 @@ func waitCommand() *cli.Command {
 }
 
 func runWait(c *cli.Context) error {
-	ids, err := jobIDArgs(c)
-	if err != nil {
-		return err
-	}
-	cl, err := dial(c)
+	ids, cl, err := dialJobArgs(c)
 	if err != nil {
 		return err
 	}
