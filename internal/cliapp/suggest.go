@@ -35,7 +35,7 @@ func didYouMean(cmds []*cli.Command, typed string) string {
 			if strings.HasPrefix(n, typed) && typed != "" {
 				d = min(d, 1)
 			}
-			if d < bestD || (d == bestD && n < best) {
+			if nearer(typed, n, d, best, bestD) {
 				best, bestD = n, d
 			}
 		}
@@ -60,7 +60,7 @@ func didYouMeanFlag(flags []cli.Flag, typed string) string {
 			if strings.HasPrefix(n, typed) && typed != "" {
 				d = min(d, 1)
 			}
-			if d < bestD || (d == bestD && n < best) {
+			if nearer(typed, n, d, best, bestD) {
 				best, bestD = n, d
 			}
 		}
@@ -72,6 +72,29 @@ func didYouMeanFlag(flags []cli.Flag, typed string) string {
 		return "-" + best
 	}
 	return "--" + best
+}
+
+// nearer reports whether name n, d edits from typed, is a better
+// suggestion than best, bestD edits away: fewer edits, then the longer
+// prefix shared with typed (--stat: --state before --start), then the
+// name first in order.
+func nearer(typed, n string, d int, best string, bestD int) bool {
+	if d != bestD || best == "" {
+		return d < bestD // bestD starts as the bound, with no best
+	}
+	if pn, pb := sharedPrefix(typed, n), sharedPrefix(typed, best); pn != pb {
+		return pn > pb
+	}
+	return n < best
+}
+
+// sharedPrefix is the length of the longest prefix a and b share.
+func sharedPrefix(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
 }
 
 // editDistance is the Levenshtein distance between a and b, in bytes.
