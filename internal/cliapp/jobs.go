@@ -302,12 +302,13 @@ func runJobShow(c *cli.Context) error {
 	}
 	return show(c, api.OpJob, api.JobRequest{ID: id},
 		func(j *api.Job) any { return j },
-		func(w io.Writer, j *api.Job) error { printJob(w, *j); return nil })
+		func(w io.Writer, j *api.Job) error { printJob(w, *j, time.Now()); return nil })
 }
 
 // printJob writes every field of a job, one per line under its JSON name,
-// "-" for unset ones, then its history, one event a line.
-func printJob(w io.Writer, j api.Job) {
+// "-" for unset ones, then its history, one event a line. A running job
+// also shows its time left at now (squeue's TIME_LEFT).
+func printJob(w io.Writer, j api.Job, now time.Time) {
 	tw := newTable(w)
 	ts := func(t time.Time) string {
 		if t.IsZero() {
@@ -380,6 +381,13 @@ func printJob(w io.Writer, j api.Job) {
 	}
 	if !j.Deadline.IsZero() {
 		rows = append(rows, [2]string{"deadline", j.Deadline.Local().Format(time.RFC3339)})
+	}
+	if j.State == api.JobRunning && !j.StartTime.IsZero() {
+		left := j.StartTime.Add(time.Duration(j.Walltime) * time.Second).Sub(now).Round(time.Second)
+		if left < 0 {
+			left = 0
+		}
+		rows = append(rows, [2]string{"time_left", when.FormatDuration(left)})
 	}
 	if j.Warn != "" {
 		sent := ""

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -77,8 +78,11 @@ func TestPrintJob(t *testing.T) {
 		},
 	}
 	var b bytes.Buffer
-	printJob(&b, j)
+	printJob(&b, j, testNow.Add(time.Hour))
 	got := b.String()
+	if strings.Contains(got, "time_left") {
+		t.Errorf("an ended job shows a time left:\n%s", got)
+	}
 	for _, want := range []string{
 		"id:", " 7\n", "user:", "alice", "state:", "failed", "reason:", "nodes:", "node[0-1]", "nnodes:",
 		"walltime:", "1h30m (5400s)", "submit_time:", "start_time:", "end_time:", "exit_code:", " 3\n",
@@ -96,6 +100,22 @@ func TestPrintJob(t *testing.T) {
 	if len(lines) != 3 || !strings.Contains(lines[1], "running") || !strings.Contains(lines[1], "started on node[0-1]") ||
 		!strings.Contains(lines[1], testNow.Add(time.Second).Local().Format(time.RFC3339)) {
 		t.Errorf("events section:\n%s", events)
+	}
+}
+
+// TestPrintJobTimeLeft: a running job shows how much of its walltime is
+// left, none once it has run past it.
+func TestPrintJobTimeLeft(t *testing.T) {
+	j := api.Job{ID: 7, User: "alice", State: api.JobRunning, Walltime: 5400, StartTime: testNow}
+	for _, tc := range []struct {
+		at   time.Duration
+		want string
+	}{{10 * time.Minute, "1h20m"}, {90 * time.Minute, "0s"}, {2 * time.Hour, "0s"}} {
+		var b bytes.Buffer
+		printJob(&b, j, testNow.Add(tc.at))
+		if line := regexp.MustCompile(`time_left:\s+(\S+)`).FindStringSubmatch(b.String()); line == nil || line[1] != tc.want {
+			t.Errorf("%s into a 1h30m job: %v; want time_left %s", tc.at, line, tc.want)
+		}
 	}
 }
 
