@@ -369,7 +369,7 @@ func TestCLIJobsNameStart(t *testing.T) {
 	later := b.id(b.must("alice", "submit", "-N", "2", "-t", "10m", "--name", "post", "--", "true"))
 	after := b.id(b.must("alice", "submit", "-N", "1", "-t", "5m", "--name", "pre", "--", "true"))
 	var named []api.Job
-	b.mustJSON(&named, "alice", "jobs", "-n", "post", "--json")
+	b.mustJSON(&named, "alice", "jobs", "--me", "-n", "post", "--json")
 	if len(named) != 2 || named[0].ID.String() != held || named[1].ID.String() != later {
 		t.Errorf("jobs -n post: %+v; want jobs %s and %s", named, held, later)
 	}
@@ -390,6 +390,7 @@ func TestCLIJobsNameStart(t *testing.T) {
 		t.Errorf("jobs --start table:\n%s", out)
 	}
 	b.expect("alice", 2, "--start lists pending jobs", "jobs", "--start", "-a")
+	b.expect("alice", 2, "--me and -u/--user exclude each other", "jobs", "--me", "-u", "alice")
 }
 
 // TestCLIHoldRelease: job hold and job release, as scontrol hold and

@@ -33,6 +33,7 @@ func jobsCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "all", Aliases: []string{"a"}, Usage: "include jobs that have ended"},
 			&cli.StringFlag{Name: "user", Aliases: []string{"u"}, Usage: "list this user's jobs ('*': every user's)"},
+			&cli.BoolFlag{Name: "me", Usage: "your own jobs, as squeue --me: what jobs lists without -u"},
 			&cli.StringFlag{Name: "state", Aliases: []string{"t"}, Usage: "only jobs in these states: " + stateList() + " (or squeue's PD, R, CD, ...)"},
 			&cli.BoolFlag{Name: "array", Aliases: []string{"r"}, Usage: "a line for each pending task of a job array (default: one line per array)"},
 			&cli.StringFlag{Name: "name", Aliases: []string{"n"}, Usage: "only jobs of this name"},
@@ -66,6 +67,9 @@ func jobsRequest(all bool, user, state string) (api.JobsRequest, error) {
 func runJobs(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
+	}
+	if c.Bool("me") && c.IsSet("user") {
+		return usageErr(fmt.Errorf("--me and -u/--user exclude each other: --me lists your own jobs, as jobs does without -u"))
 	}
 	req, err := jobsRequest(c.Bool("all"), c.String("user"), c.String("state"))
 	if err != nil {
