@@ -2,6 +2,8 @@ package broker_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
@@ -76,7 +78,10 @@ func TestArraySignal(t *testing.T) {
 	alice, bob := userClient(t, b, "alice"), userClient(t, b, "bob")
 	ctx := context.Background()
 	var arr, held api.Job
-	req := api.SubmitRequest{Nodes: 1, Walltime: 60, Command: []string{"sh", "-c", "trap : USR1; while :; do sleep 0.1; done"}, Cwd: t.TempDir(),
+	// Each task says once its trap is set: a signal before it would end
+	// the task, and the array's next would start.
+	dir := t.TempDir()
+	req := api.SubmitRequest{Nodes: 1, Walltime: 60, Command: []string{"sh", "-c", "trap : USR1; touch ready.$STRATA_ARRAY_TASK_ID; while :; do sleep 0.1; done"}, Cwd: dir,
 		Array: &api.ArraySpec{Tasks: []int{1, 2, 3}, Limit: 2}}
 	if err := alice.Call(ctx, api.OpSubmit, req, &arr); err != nil {
 		t.Fatal(err)
@@ -87,6 +92,11 @@ func TestArraySignal(t *testing.T) {
 	}
 	waitState(t, alice, arr.ID, api.JobRunning)
 	waitState(t, alice, arr.ID+1, api.JobRunning)
+	waitFor(t, func() bool {
+		_, e1 := os.Stat(filepath.Join(dir, "ready.1"))
+		_, e2 := os.Stat(filepath.Join(dir, "ready.2"))
+		return e1 == nil && e2 == nil
+	})
 	signalled := func() []int {
 		var out []int
 		for i := range 3 {

@@ -215,10 +215,11 @@ func TestCLIUpdateRunningWalltime(t *testing.T) {
 func TestCLICancelSignal(t *testing.T) {
 	t.Parallel()
 	b := startCLIBroker(t, "n[0-1]", "alice", "bob")
-	mark := filepath.Join(b.work, "usr1.txt")
-	id := b.id(b.must("alice", "submit", "--", "sh", "-c", "trap 'echo got >> "+mark+"' USR1; while :; do sleep 0.1; done"))
+	mark, ready := filepath.Join(b.work, "usr1.txt"), filepath.Join(b.work, "trapped")
+	// The job says once its trap is set: a signal before it would end it.
+	id := b.id(b.must("alice", "submit", "--", "sh", "-c", "trap 'echo got >> "+mark+"' USR1; touch "+ready+"; while :; do sleep 0.1; done"))
 	held := b.id(b.must("alice", "submit", "--hold", "--", "true"))
-	poll(t, 20*time.Second, "job "+id+" to run", func() bool { return b.job("alice", id).State == api.JobRunning })
+	poll(t, 20*time.Second, "job "+id+" to set its trap", func() bool { _, err := os.Stat(ready); return err == nil })
 	b.expect("bob", 1, "no job "+id+" of yours", "cancel", "-s", "USR1", id)
 	b.expect("alice", 2, "unknown signal \"USR9\"", "cancel", "-s", "USR9", id)
 	b.expect("alice", 2, "only running jobs can be sent a signal", "cancel", "-s", "USR1", "--state", "pending")
