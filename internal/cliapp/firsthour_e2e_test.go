@@ -358,7 +358,8 @@ func TestCLIDeadline(t *testing.T) {
 	}
 }
 
-// TestCLIJobsNameStart: jobs -n keeps the jobs of a name, as squeue -n;
+// TestCLIJobsNameStart: jobs -n keeps the jobs of a name, as squeue -n,
+// and -j the jobs named, as squeue -j;
 // jobs --start lists the pending jobs by planned start, as squeue --start,
 // those with no plan (held) last.
 func TestCLIJobsNameStart(t *testing.T) {
@@ -392,6 +393,14 @@ func TestCLIJobsNameStart(t *testing.T) {
 	}
 	b.expect("alice", 2, "--start lists pending jobs", "jobs", "--start", "-a")
 	b.expect("alice", 2, "--me and -u/--user exclude each other", "jobs", "--me", "-u", "alice")
+	var picked []api.Job
+	b.mustJSON(&picked, "alice", "jobs", "-j", after+","+long, "--json")
+	if len(picked) != 2 || picked[0].ID.String() != after || picked[1].ID.String() != long {
+		t.Errorf("jobs -j %s,%s: %+v; want those two, in that order", after, long, picked)
+	}
+	b.expect("alice", 1, "no job 999", "jobs", "-j", "999")
+	b.expect("alice", 2, "-j/--jobs", "jobs", "-j", "x")
+	b.expect("alice", 2, "give it without --all", "jobs", "-j", long, "-a")
 }
 
 // TestCLIHoldRelease: job hold and job release, as scontrol hold and

@@ -34,6 +34,7 @@ func jobsCommand() *cli.Command {
 			&cli.BoolFlag{Name: "all", Aliases: []string{"a"}, Usage: "include jobs that have ended"},
 			&cli.StringFlag{Name: "user", Aliases: []string{"u"}, Usage: "list this user's jobs ('*': every user's)"},
 			&cli.BoolFlag{Name: "me", Usage: "your own jobs, as squeue --me: what jobs lists without -u"},
+			&cli.StringFlag{Name: "jobs", Aliases: []string{"j"}, Usage: "only these jobs, comma-separated IDs, ended or not (squeue -j)"},
 			&cli.StringFlag{Name: "state", Aliases: []string{"t"}, Usage: "only jobs in these states: " + stateList() + " (or squeue's PD, R, CD, ...)"},
 			&cli.BoolFlag{Name: "array", Aliases: []string{"r"}, Usage: "a line for each pending task of a job array (default: one line per array)"},
 			&cli.StringFlag{Name: "name", Aliases: []string{"n"}, Usage: "only jobs of this name"},
@@ -71,6 +72,9 @@ func runJobs(c *cli.Context) error {
 	if c.Bool("me") && c.IsSet("user") {
 		return usageErr(fmt.Errorf("--me and -u/--user exclude each other: --me lists your own jobs, as jobs does without -u"))
 	}
+	if c.IsSet("jobs") {
+		return namedJobs(c)
+	}
 	req, err := jobsRequest(c.Bool("all"), c.String("user"), c.String("state"))
 	if err != nil {
 		return err
@@ -105,6 +109,46 @@ func runJobs(c *cli.Context) error {
 		return err
 	}
 	return t.close()
+}
+
+// namedJobs is jobs -j: the jobs named, in the order given, as a table
+// or --json; one that is not there (or not the caller's) is an error
+// after the others are printed.
+func namedJobs(c *cli.Context) error {
+	for _, f := range []string{"user", "state", "all", "name", "start", "me"} {
+		if c.IsSet(f) {
+			return usageErr(fmt.Errorf("-j names the jobs to list: give it without --%s", f))
+		}
+	}
+	ids, err := parseJobIDList(c.String("jobs"))
+	if err == nil && len(ids) == 0 {
+		err = fmt.Errorf("no job IDs: give them comma-separated, as in -j 12,13")
+	}
+	if err != nil {
+		return flagErr("-j/--jobs", err)
+	}
+	cl, err := dial(c)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	var jobs []api.Job
+	last := eachJob(c, ids, func(id api.JobID) error {
+		var j api.Job
+		if err := call(c, cl, api.OpJob, api.JobRequest{ID: id}, &j); err != nil {
+			return err
+		}
+		jobs = append(jobs, j)
+		return nil
+	})
+	if c.Bool("json") {
+		if err := printJSON(c.App.Writer, jobs); err != nil {
+			return err
+		}
+	} else if err := printJobs(c.App.Writer, jobs, time.Now()); err != nil {
+		return err
+	}
+	return last
 }
 
 // jobStarts prints the pending jobs req lists by planned start, those
