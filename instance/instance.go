@@ -496,6 +496,9 @@ func (in *Instance) Estimate(now Time, who Actor, path string, spec Spec) (Estim
 	if spec, err = target.newJobCheck(now, spec); err != nil {
 		return Estimate{}, err
 	}
+	if err := in.sh.checkLimit(who, 1); err != nil {
+		return Estimate{}, err
+	}
 	j := &Job{Spec: spec, inst: target}
 	t, nodes, err := target.tl.EarliestFit(target.request(j), target.notBefore(now, j), target.hold(j))
 	if err != nil {
@@ -958,11 +961,22 @@ func (in *Instance) Signal(now Time, who Actor, id JobID, sig syscall.Signal) er
 	case j.State != Running:
 		return fmt.Errorf("%w: job %d already ended (%s)", ErrState, id, j.State)
 	}
-	msg := fmt.Sprintf("%s sent by %s", signame.Name(sig), who.User)
-	in.sh.emit(Effect{Kind: SignalJob, Path: j.inst.path, Job: j.ID, Signal: sig, Reason: msg})
-	j.Events = append(j.Events, Event{Time: now, State: Running, Reason: msg})
-	in.sh.changed(j)
+	in.sh.signal(now, j, sig, fmt.Sprintf("%s sent by %s", signame.Name(sig), who.User))
 	return nil
+}
+
+// signal sends running job j's processes sig, and notes why in its
+// history.
+func (sh *shared) signal(now Time, j *Job, sig syscall.Signal, why string) {
+	sh.emit(Effect{Kind: SignalJob, Path: j.inst.path, Job: j.ID, Signal: sig, Reason: why})
+	sh.note(now, j, why)
+}
+
+// note records in j's history, in its current state, something that
+// happened to it, and marks its record changed.
+func (sh *shared) note(now Time, j *Job, why string) {
+	j.Events = append(j.Events, Event{Time: now, State: j.State, Reason: why})
+	sh.changed(j)
 }
 
 // Requeue puts job id back in the queue, as Slurm's scontrol requeue: a
@@ -1101,17 +1115,16 @@ func warnAt(j *Job) Time {
 }
 
 // armWarn sets running job j's warning wake, if it asks for one and has
-// not had it.
-func (in *Instance) armWarn(j *Job) {
+// not had it; disarmWarn removes it.
+func (sh *shared) armWarn(j *Job) {
 	if j.Spec.Warn.Signal != 0 && !j.Term.Warned {
-		in.sh.wakes.ReplaceOrInsert(wake{t: warnAt(j), kind: wakeWarn, id: int64(j.ID)})
+		sh.wakes.ReplaceOrInsert(wake{t: warnAt(j), kind: wakeWarn, id: int64(j.ID)})
 	}
 }
 
-// disarmWarn removes running job j's warning wake, if any.
-func (in *Instance) disarmWarn(j *Job) {
+func (sh *shared) disarmWarn(j *Job) {
 	if j.Spec.Warn.Signal != 0 {
-		in.sh.wakes.Delete(wake{t: warnAt(j), kind: wakeWarn, id: int64(j.ID)})
+		sh.wakes.Delete(wake{t: warnAt(j), kind: wakeWarn, id: int64(j.ID)})
 	}
 }
 
@@ -1122,9 +1135,7 @@ func (in *Instance) warn(now Time, j *Job) {
 	if left := Duration(j.Start + Time(j.Spec.Walltime) - now); left > 0 {
 		msg = fmt.Sprintf("%s sent, %s before its walltime", signame.Name(j.Spec.Warn.Signal), fmtDur(left))
 	}
-	in.sh.emit(Effect{Kind: SignalJob, Path: in.path, Job: j.ID, Signal: j.Spec.Warn.Signal, Reason: msg})
-	j.Events = append(j.Events, Event{Time: now, State: Running, Reason: msg})
-	in.sh.changed(j)
+	in.sh.signal(now, j, j.Spec.Warn.Signal, msg)
 }
 
 // fireDeadline acts on a running job's deadline: first SIGTERM, then, a
@@ -1230,7 +1241,7 @@ func (in *Instance) release(now Time, j *Job) {
 	}
 	delete(in.run, j.ID)
 	in.setDeadline(j, 0)
-	in.disarmWarn(j)
+	in.sh.disarmWarn(j)
 	in.freed = true
 	in.dirty()
 	owner := in

@@ -169,7 +169,7 @@ func (in *Instance) restoreRunning(j *Job) bool {
 	}
 	j.Term.Deadline = 0
 	in.setDeadline(j, dl)
-	in.armWarn(j)
+	in.sh.armWarn(j)
 	if j.Spec.Child {
 		in.startChild(j.Start, j)
 	}

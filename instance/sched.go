@@ -703,7 +703,7 @@ func (in *Instance) start(now Time, j *Job, nodes timeline.NodeSet) {
 	j.PlannedStart = 0
 	in.run[j.ID] = j
 	in.setDeadline(j, now+Time(j.Spec.Walltime))
-	in.armWarn(j)
+	in.sh.armWarn(j)
 	// The nodes are written into the event's reason only when the record
 	// is read: formatting them at every start would cost more than the
 	// rest of the decision.

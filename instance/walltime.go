@@ -22,23 +22,28 @@ func (in *Instance) updateRunning(now Time, who Actor, j *Job, u Update) error {
 		u.NodeList != nil || u.Exclude != nil || u.Nodes != 0 || u.Slots != nil {
 		return fmt.Errorf("%w: job %d is running; only its walltime and name can change now (strata job update %d -t DURATION --name NAME)", ErrState, j.ID, j.ID)
 	}
-	w := u.Walltime
-	if w == 0 && u.Name != nil {
-		in.rename(now, who, j, *u.Name)
-		return nil
-	}
-	switch {
+	switch w := u.Walltime; {
 	case w < 0:
 		return fmt.Errorf("%w: walltime %ds is negative", ErrInvalid, w)
-	case w == 0:
+	case w == 0 && u.Name == nil:
 		return fmt.Errorf("%w: job %d is running; only its walltime and name can change now (strata job update %d -t DURATION --name NAME)", ErrState, j.ID, j.ID)
+	case w != 0 && w != j.Spec.Walltime:
+		if err := in.runningWalltime(now, who, j, w); err != nil {
+			return err
+		}
+	}
+	if u.Name != nil {
+		j.Spec.Name = *u.Name
+		in.sh.note(now, j, fmt.Sprintf("renamed %q by %s", *u.Name, who.User))
+	}
+	return nil
+}
+
+// runningWalltime gives running job j walltime w (see updateRunning).
+func (in *Instance) runningWalltime(now Time, who Actor, j *Job, w Duration) error {
+	switch {
 	case j.Term.TermSent:
 		return fmt.Errorf("%w: job %d is already ending (%s)", ErrState, j.ID, j.Term.EndReason)
-	case w == j.Spec.Walltime:
-		if u.Name != nil {
-			in.rename(now, who, j, *u.Name)
-		}
-		return nil
 	case w > j.Spec.Walltime && !who.Admin:
 		return fmt.Errorf("%w: only an admin can lengthen a running job's walltime; you may shorten job %d's (now %s)", ErrPermission, j.ID, fmtDur(j.Spec.Walltime))
 	case j.Start+Time(w) <= now:
@@ -82,35 +87,23 @@ func (in *Instance) updateRunning(now Time, who Actor, j *Job, u Update) error {
 		o.freed = true
 	}
 	was := j.Spec.Walltime
-	o.disarmWarn(j)
+	in.sh.disarmWarn(j)
 	j.Spec.Walltime = w
 	o.setDeadline(j, j.Start+Time(w))
 	if warnAt(j) > now {
 		j.Term.Warned = false // warned again before the new end
 	}
-	o.armWarn(j)
+	in.sh.armWarn(j)
 	if c := in.sh.insts[childPath(j)]; j.Spec.Child && c != nil && !c.ended {
 		// Its instance lasts as long: a job in it may take the time
 		// given, and plans there are made again in the new window.
 		c.cfg.DefaultWalltime, c.cfg.MaxWalltime = w, w
 		c.reshape(now, c.cfg.Nodes, c.cfg.Origin, j.Start+Time(w))
 	}
-	j.Events = append(j.Events, Event{Time: now, State: Running, Reason: fmt.Sprintf("walltime changed from %s to %s by %s", fmtDur(was), fmtDur(w), who.User)})
-	if u.Name != nil {
-		in.rename(now, who, j, *u.Name)
-	}
-	in.sh.changed(j)
+	in.sh.note(now, j, fmt.Sprintf("walltime changed from %s to %s by %s", fmtDur(was), fmtDur(w), who.User))
 	o.dirty()
 	in.settle(now)
 	return nil
-}
-
-// rename gives running job j a new name (scontrol update JobName), and
-// says so in its history.
-func (in *Instance) rename(now Time, who Actor, j *Job, name string) {
-	j.Spec.Name = name
-	j.Events = append(j.Events, Event{Time: now, State: Running, Reason: fmt.Sprintf("renamed %q by %s", name, who.User)})
-	in.sh.changed(j)
 }
 
 // inTheWay returns the planned jobs that stand where running job j, whose

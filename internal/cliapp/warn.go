@@ -18,7 +18,7 @@ const defaultWarnBefore = 60
 // alone) is refused rather than read as "every process", which would kill
 // the steps that do not trap the signal; R: (reservations) too.
 func parseWarn(s string) (sig string, before int, err error) {
-	if p, _, ok := strings.Cut(s, ":"); ok && strings.ContainsAny(p, "BRbr") && len(p) <= 2 {
+	if p, _, ok := strings.Cut(s, ":"); ok && p != "" && strings.Trim(strings.ToUpper(p), "BR") == "" {
 		return "", 0, fmt.Errorf("%q: Strata sends the signal to every process of the job, so %s: (Slurm's batch shell or reservation variant) is not supported: drop it, and trap the signal where it must not kill", s, p)
 	}
 	name, secs, timed := strings.Cut(s, "@")
