@@ -203,18 +203,12 @@ func (r *Runtime) cancel(ctx context.Context, q Request) (any, error) {
 	}
 	// A cancel ends work: taken under the disk's reserve too.
 	return r.doInternal(ctx, func(now instance.Time) (any, error) {
-		id := instance.JobID(cr.ID)
-		head, ok := r.in.Job(id)
+		id, tasks, err := r.cancelTargets(cr)
 		switch {
-		case cr.Task != nil:
-			task, found := r.arrayTasks(id, cr.Task)
-			if !ok || head.Spec.Array.Job != id || !found {
-				return nil, api.Errorf(api.CodeNotFound, "no task %d_%d: list the array's tasks with 'strata jobs -r'", cr.ID, *cr.Task)
-			}
-			id = task[0]
-		case ok && head.Spec.Array.Job == id:
+		case err != nil:
+			return nil, err
+		case tasks != nil:
 			// The whole array: every task that has not ended.
-			tasks, _ := r.arrayTasks(id, nil)
 			n := 0
 			for _, t := range tasks {
 				if j, _ := r.in.Job(t); !j.State.Final() {
@@ -251,18 +245,12 @@ func (r *Runtime) signalJob(ctx context.Context, q Request, cr api.CancelRequest
 		return nil, api.Errorf(api.CodeInvalidArgument, "signal: %v", err)
 	}
 	return r.do(ctx, func(now instance.Time) (any, error) {
-		id := instance.JobID(cr.ID)
-		head, ok := r.in.Job(id)
+		id, tasks, err := r.cancelTargets(cr)
 		ids := []instance.JobID{id}
 		switch {
-		case cr.Task != nil:
-			task, found := r.arrayTasks(id, cr.Task)
-			if !ok || head.Spec.Array.Job != id || !found {
-				return nil, api.Errorf(api.CodeNotFound, "no task %d_%d: list the array's tasks with 'strata jobs -r'", cr.ID, *cr.Task)
-			}
-			ids = task
-		case ok && head.Spec.Array.Job == id:
-			tasks, _ := r.arrayTasks(id, nil)
+		case err != nil:
+			return nil, err
+		case tasks != nil:
 			ids = ids[:0]
 			for _, t := range tasks {
 				if j, _ := r.in.Job(t); j.State == instance.Running {
@@ -287,6 +275,26 @@ func (r *Runtime) signalJob(ctx context.Context, q Request, cr api.CancelRequest
 		j, _ := r.in.Job(ids[0])
 		return r.apiJob(j), nil
 	})
+}
+
+// cancelTargets reads what a cancel (or a signal) names: one job, or one
+// task of an array, by its ID; or, when tasks is not nil, a whole array,
+// every task of it. r.mu must be held.
+func (r *Runtime) cancelTargets(cr api.CancelRequest) (id instance.JobID, tasks []instance.JobID, err error) {
+	id = instance.JobID(cr.ID)
+	head, ok := r.in.Job(id)
+	switch {
+	case cr.Task != nil:
+		task, found := r.arrayTasks(id, cr.Task)
+		if !ok || head.Spec.Array.Job != id || !found {
+			return 0, nil, api.Errorf(api.CodeNotFound, "no task %d_%d: list the array's tasks with 'strata jobs -r'", cr.ID, *cr.Task)
+		}
+		return task[0], nil, nil
+	case ok && head.Spec.Array.Job == id:
+		tasks, _ = r.arrayTasks(id, nil)
+		return id, tasks, nil
+	}
+	return id, nil, nil
 }
 
 // arrayTasks returns the IDs of array job a's tasks, in ID order, or,
