@@ -1,6 +1,7 @@
 package instance
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -906,6 +907,55 @@ func (in *Instance) depState(j *Job) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// renamed reads again the singleton waits that j's new name changes, as
+// Slurm's next pass does after scontrol renames a job: the jobs that waited
+// for j under its old name look for another job of that name (or start),
+// and the pending singletons of its new name and user with later IDs wait
+// for j. Waits on j by an explicit dependency (afterok, ...) stay as they
+// are; so does every job already running.
+func (in *Instance) renamed(now Time, j *Job) {
+	var again []*Job
+	kept := in.sh.deps[j.ID][:0]
+	for _, wid := range in.sh.deps[j.ID] {
+		if w := in.sh.jobs[wid]; w != nil && w.State == Pending && !dependsOn(w, j.ID) {
+			again = append(again, w) // a singleton wait, for the old name
+			continue
+		}
+		kept = append(kept, wid)
+	}
+	if len(kept) == 0 {
+		delete(in.sh.deps, j.ID)
+	} else {
+		in.sh.deps[j.ID] = kept
+	}
+	for id, o := range in.sh.jobs {
+		if id > j.ID && o.State == Pending && o.Spec.Singleton && o.Spec.User == j.Spec.User && o.Spec.Name == j.Spec.Name && !slices.Contains(again, o) {
+			again = append(again, o)
+		}
+	}
+	// In ID order: the map's order would make the history's order vary.
+	slices.SortFunc(again, func(a, b *Job) int { return cmp.Compare(a.ID, b.ID) })
+	for _, w := range again {
+		msg, never := w.inst.depState(w)
+		if never {
+			w.inst.finishPending(now, w, Cancelled, msg)
+			continue
+		}
+		w.blockedBy = msg
+		w.inst.dirty()
+	}
+}
+
+// dependsOn reports whether j has an explicit dependency on job id.
+func dependsOn(j *Job, id JobID) bool {
+	for _, d := range j.Spec.Deps {
+		if d.Job == id {
+			return true
+		}
+	}
+	return false
 }
 
 // singletonAhead returns the job of the smallest ID among those with j's

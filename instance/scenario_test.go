@@ -30,6 +30,7 @@ var update = flag.Bool("update", false, "rewrite the golden scenario files in te
 //	at T submit USER [n=N] [nodes=HOSTLIST] [t=S] [resv=R] [begin=T] [afterok=ID,..]
 //	         [afterany=..] [afternotok=..] [hold] [requeue] [urgency=N] [qpu=NAME:N] [child] [path=P]
 //	         [warn=SIG@S]  (send SIG S seconds before the walltime ends) [deadline=T]
+//	         [name=NAME] [singleton]  (start once no earlier job of the name and user is left)
 //	at T exit ID [code=C] [signal=SIG] [lost]
 //	at T cancel USER ID | at T hold USER ID | at T release USER ID | at T move USER ID RESV
 //	at T estimate USER [the options of submit]  (when it would start: sbatch --test-only)
@@ -197,6 +198,13 @@ func checkWait(in *Instance, now Time, j Job, pos int) string {
 		o, ok := in.Job(id)
 		return ok && o.State == Pending && o.PlannedStart != 0
 	}
+	if j.Spec.Singleton && !j.Spec.Hold && w.Kind != WaitDependency {
+		for id := JobID(1); id < j.ID; id++ {
+			if o, ok := in.Job(id); ok && !o.State.Final() && o.Spec.User == j.Spec.User && o.Spec.Name == j.Spec.Name {
+				return fmt.Sprintf("a singleton waiting for %s while job %d of its name is %s", w.Kind, id, o.State)
+			}
+		}
+	}
 	switch w.Kind {
 	case WaitNone:
 		return "wait kind none after a pass"
@@ -210,7 +218,9 @@ func checkWait(in *Instance, now Time, j Job, pos int) string {
 		}
 		for _, id := range w.Jobs {
 			o, ok := in.Job(id)
-			if !ok || o.State.Final() || !slices.ContainsFunc(j.Spec.Deps, func(d Dep) bool { return d.Job == id }) {
+			// A singleton waits for an earlier job of its name and user.
+			single := ok && j.Spec.Singleton && id < j.ID && o.Spec.User == j.Spec.User && o.Spec.Name == j.Spec.Name
+			if !ok || o.State.Final() || !single && !slices.ContainsFunc(j.Spec.Deps, func(d Dep) bool { return d.Job == id }) {
 				return fmt.Sprintf("waits for job %d, which is not an unmet dependency", id)
 			}
 		}
@@ -325,7 +335,7 @@ func kv(args []string) (map[string]string, []string) {
 	for _, a := range args {
 		if k, v, ok := strings.Cut(a, "="); ok {
 			m[k] = v
-		} else if a == "hold" || a == "requeue" || a == "child" || a == "lost" || a == "maint" || a == "dry" {
+		} else if a == "hold" || a == "requeue" || a == "child" || a == "lost" || a == "maint" || a == "dry" || a == "singleton" {
 			m[a] = "true"
 		} else {
 			pos = append(pos, a)
@@ -497,7 +507,7 @@ func (s *scenario) at(now Time, cmd string, args []string) []string {
 		_, err := s.step(now, Tick{})
 		return errOut(err)
 	case "submit", "estimate":
-		spec := Spec{Name: m["name"], Resv: m["resv"], Hold: m["hold"] == "true", Requeue: m["requeue"] == "true", Child: m["child"] == "true"}
+		spec := Spec{Name: m["name"], Resv: m["resv"], Hold: m["hold"] == "true", Requeue: m["requeue"] == "true", Child: m["child"] == "true", Singleton: m["singleton"] == "true"}
 		if v := m["n"]; v != "" {
 			spec.Nodes = atoi(v)
 		}

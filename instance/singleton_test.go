@@ -1,6 +1,7 @@
 package instance
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -91,5 +92,35 @@ func TestRenameSingleton(t *testing.T) {
 	empty := ""
 	if err := in.Update(3, alice, run, Update{Name: &empty}); err == nil {
 		t.Error("an empty name was accepted")
+	}
+}
+
+// TestRenameSingletonRestore: who a singleton waits for after a rename is
+// what a restore finds too: the jobs' names are in their records, and the
+// restored core reads the waits from them.
+func TestRenameSingletonRestore(t *testing.T) {
+	bob := Actor{User: "bob"}
+	cfg := Config{Nodes: names("n", 2)}
+	in := mustNew(t, cfg)
+	first, err := in.Submit(0, bob, "root", Spec{Nodes: 1, Walltime: 1000, Name: "prep"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	single, err := in.Submit(0, bob, "root", Spec{Nodes: 2, Walltime: 50, Name: "post", Singleton: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "post"
+	if err := in.Update(10, bob, first, Update{Name: &name}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		what string
+		in   *Instance
+	}{{"renamed", in}, {"restored", restoredCopy(t, in, cfg, 20)}} {
+		j, _ := c.in.Job(single)
+		if j.State != Pending || j.PlannedStart != 0 || j.Wait == nil || j.Wait.Kind != WaitDependency || !slices.Equal(j.Wait.Jobs, []JobID{first}) {
+			t.Errorf("%s: singleton %d is %s, planned %d, wait %+v; want it waiting for job %d, unplanned", c.what, single, j.State, j.PlannedStart, j.Wait, first)
+		}
 	}
 }

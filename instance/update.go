@@ -32,7 +32,9 @@ type Update struct {
 	// holds none.
 	Slots *map[string]int
 	// Name renames the job (scontrol update JobName); a running job may
-	// be renamed too.
+	// be renamed too. The singletons that waited for it under its old
+	// name stop waiting for it, and those of its new name with later IDs
+	// wait for it (see renamed).
 	Name *string
 }
 
@@ -155,6 +157,7 @@ func (in *Instance) Update(now Time, who Actor, id JobID, u Update) error {
 	}
 
 	// Commit.
+	oldName := j.Spec.Name
 	src := j.inst
 	src.unplan(j)
 	src.dequeueJob(j)
@@ -190,6 +193,9 @@ func (in *Instance) Update(now Time, who Actor, id JobID, u Update) error {
 	target.dirty()
 	in.sh.changed(j)
 	j.Events = append(j.Events, Event{Time: now, State: Pending, Reason: "updated by " + who.User})
+	if spec.Name != oldName {
+		in.renamed(now, j)
+	}
 	in.settle(now)
 	return nil
 }

@@ -107,6 +107,11 @@ func (in *Instance) waitOfAt(j *Job, p place, lists bool) *Wait {
 				w.Jobs = append(w.Jobs, d.Job)
 			}
 		}
+		if j.Spec.Singleton {
+			if o := in.sh.singletonAhead(j); o != nil && !slices.Contains(w.Jobs, o.ID) {
+				w.Jobs = append(w.Jobs, o.ID)
+			}
+		}
 		slices.Sort(w.Jobs)
 	case waitBegin:
 		w.Kind, w.Until = WaitBegin, j.Spec.Begin

@@ -33,8 +33,13 @@ func (in *Instance) updateRunning(now Time, who Actor, j *Job, u Update) error {
 		}
 	}
 	if u.Name != nil {
+		old := j.Spec.Name
 		j.Spec.Name = *u.Name
 		in.sh.note(now, j, fmt.Sprintf("renamed %q by %s", *u.Name, who.User))
+		if old != j.Spec.Name {
+			in.renamed(now, j)
+			in.settle(now)
+		}
 	}
 	return nil
 }
