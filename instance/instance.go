@@ -938,14 +938,21 @@ func (in *Instance) renamed(now Time, j *Job) {
 	// In ID order: the map's order would make the history's order vary.
 	slices.SortFunc(again, func(a, b *Job) int { return cmp.Compare(a.ID, b.ID) })
 	for _, w := range again {
-		msg, never := w.inst.depState(w)
-		if never {
-			w.inst.finishPending(now, w, Cancelled, msg)
-			continue
-		}
-		w.blockedBy = msg
-		w.inst.dirty()
+		w.inst.recheckDeps(now, w)
 	}
+}
+
+// recheckDeps reads pending job w's dependencies again, after a job it
+// may wait for ended or was renamed: it waits on, is free to be
+// scheduled, or is cancelled when a dependency can never be satisfied.
+func (in *Instance) recheckDeps(now Time, w *Job) {
+	msg, never := in.depState(w)
+	if never {
+		in.finishPending(now, w, Cancelled, msg)
+		return
+	}
+	w.blockedBy = msg
+	in.dirty()
 }
 
 // dependsOn reports whether j has an explicit dependency on job id.
@@ -1310,17 +1317,9 @@ func (in *Instance) jobEnded(now Time, j *Job) {
 	waiting := in.sh.deps[j.ID]
 	delete(in.sh.deps, j.ID)
 	for _, wid := range waiting {
-		w := in.sh.jobs[wid]
-		if w == nil || w.State != Pending {
-			continue
+		if w := in.sh.jobs[wid]; w != nil && w.State == Pending {
+			w.inst.recheckDeps(now, w)
 		}
-		msg, never := w.inst.depState(w)
-		if never {
-			w.inst.finishPending(now, w, Cancelled, msg)
-			continue
-		}
-		w.blockedBy = msg
-		w.inst.dirty()
 	}
 }
 
