@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/strata-hpc/strata/api"
 )
 
 // TestE2EDirectives: batch and submit read #SBATCH and #STRATA lines from
@@ -107,10 +109,16 @@ func TestE2EDirectives(t *testing.T) {
 
 		s1 := b.submit("alice", "--name", "one", "-t", "1m", "--", "sleep", "60")
 		s2 := b.submit("alice", "--name", "one", "-d", "singleton", "--", "true")
-		if j := b.job("alice", s2); j.State != "pending" || !strings.Contains(j.Reason, "singleton") || !j.Singleton {
-			t.Errorf("singleton job %s: %s (%s); want pending, waiting for job %s", s2, j.State, j.Reason, s1)
+		if j := b.job("alice", s2); j.State != "pending" || !strings.Contains(j.Reason, "singleton") || !j.Singleton ||
+			j.Wait == nil || j.Wait.Kind != api.WaitDependency || len(j.Wait.Jobs) != 1 || j.Wait.Jobs[0].String() != s1 {
+			t.Errorf("singleton job %s: %s (%s), wait %+v; want pending, waiting for job %s", s2, j.State, j.Reason, j.Wait, s1)
+		}
+		// Renamed, the running job no longer holds the singleton back.
+		b.must("alice", "job", "update", s1, "--name", "two")
+		b.must("alice", "wait", s2)
+		if j := b.job("alice", s1); j.State != "running" {
+			t.Errorf("job %s, renamed: %s; want it still running", s1, j.State)
 		}
 		b.must("alice", "cancel", s1)
-		b.must("alice", "wait", s2)
 	})
 }
