@@ -931,7 +931,7 @@ func (in *Instance) renamed(now Time, j *Job) {
 		in.sh.deps[j.ID] = kept
 	}
 	for id, o := range in.sh.jobs {
-		if id > j.ID && o.State == Pending && o.Spec.Singleton && o.Spec.User == j.Spec.User && o.Spec.Name == j.Spec.Name && !slices.Contains(again, o) {
+		if id > j.ID && o.State == Pending && o.Spec.Singleton && sameSingleton(o, j) && !slices.Contains(again, o) {
 			again = append(again, o)
 		}
 	}
@@ -965,6 +965,12 @@ func dependsOn(j *Job, id JobID) bool {
 	return false
 }
 
+// sameSingleton reports whether a and b share what a singleton waits by:
+// the user and the job name.
+func sameSingleton(a, b *Job) bool {
+	return a.Spec.User == b.Spec.User && a.Spec.Name == b.Spec.Name
+}
+
 // singletonAhead returns the job of the smallest ID among those with j's
 // user and name, a smaller ID than j's, that have not ended; nil if none.
 // It scans the tree's jobs: singleton jobs are few, and it runs only when
@@ -972,7 +978,7 @@ func dependsOn(j *Job, id JobID) bool {
 func (sh *shared) singletonAhead(j *Job) *Job {
 	var ahead *Job
 	for id, o := range sh.jobs {
-		if id < j.ID && !o.State.Final() && o.Spec.User == j.Spec.User && o.Spec.Name == j.Spec.Name && (ahead == nil || id < ahead.ID) {
+		if id < j.ID && !o.State.Final() && sameSingleton(o, j) && (ahead == nil || id < ahead.ID) {
 			ahead = o
 		}
 	}

@@ -200,7 +200,7 @@ func checkWait(in *Instance, now Time, j Job, pos int) string {
 	}
 	if j.Spec.Singleton && !j.Spec.Hold && w.Kind != WaitDependency {
 		for id := JobID(1); id < j.ID; id++ {
-			if o, ok := in.Job(id); ok && !o.State.Final() && o.Spec.User == j.Spec.User && o.Spec.Name == j.Spec.Name {
+			if o, ok := in.Job(id); ok && !o.State.Final() && sameSingleton(&o, &j) {
 				return fmt.Sprintf("a singleton waiting for %s while job %d of its name is %s", w.Kind, id, o.State)
 			}
 		}
@@ -219,7 +219,7 @@ func checkWait(in *Instance, now Time, j Job, pos int) string {
 		for _, id := range w.Jobs {
 			o, ok := in.Job(id)
 			// A singleton waits for an earlier job of its name and user.
-			single := ok && j.Spec.Singleton && id < j.ID && o.Spec.User == j.Spec.User && o.Spec.Name == j.Spec.Name
+			single := ok && j.Spec.Singleton && id < j.ID && sameSingleton(&o, &j)
 			if !ok || o.State.Final() || !single && !slices.ContainsFunc(j.Spec.Deps, func(d Dep) bool { return d.Job == id }) {
 				return fmt.Sprintf("waits for job %d, which is not an unmet dependency", id)
 			}
