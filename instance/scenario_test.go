@@ -220,7 +220,7 @@ func checkWait(in *Instance, now Time, j Job, pos int) string {
 			o, ok := in.Job(id)
 			// A singleton waits for an earlier job of its name and user.
 			single := ok && j.Spec.Singleton && id < j.ID && sameSingleton(&o, &j)
-			if !ok || o.State.Final() || !single && !slices.ContainsFunc(j.Spec.Deps, func(d Dep) bool { return d.Job == id }) {
+			if !ok || o.State.Final() || !single && !dependsOn(&j, id) {
 				return fmt.Sprintf("waits for job %d, which is not an unmet dependency", id)
 			}
 		}
